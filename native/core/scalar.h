@@ -1,0 +1,366 @@
+// Scalar types and builtins (Warp 1.19 semantics), for float, double, tw::half and integers.
+#pragma once
+#include "target.h"
+
+namespace tw {
+namespace detail {
+// Bit casts (memcpy is the only portable host spelling; NVRTC has intrinsics).
+TW_FUNC uint32_t f32_bits(float f) {
+#if TW_IS_CUDA
+    return __float_as_uint(f);
+#else
+    uint32_t u; __builtin_memcpy(&u, &f, 4); return u;
+#endif
+}
+TW_FUNC float bits_f32(uint32_t u) {
+#if TW_IS_CUDA
+    return __uint_as_float(u);
+#else
+    float f; __builtin_memcpy(&f, &u, 4); return f;
+#endif
+}
+TW_FUNC uint64_t f64_bits(double d) {
+#if TW_IS_CUDA
+    return (uint64_t)__double_as_longlong(d);
+#else
+    uint64_t u; __builtin_memcpy(&u, &d, 8); return u;
+#endif
+}
+TW_FUNC double bits_f64(uint64_t u) {
+#if TW_IS_CUDA
+    return __longlong_as_double((long long)u);
+#else
+    double d; __builtin_memcpy(&d, &u, 8); return d;
+#endif
+}
+
+#if !TW_IS_CUDA && !defined(TW_NO_FLOAT16) && defined(__FLT16_MAX__) && \
+    (defined(__F16C__) || defined(__aarch64__))
+#define TW_HOST_FLOAT16 1  // hardware conversions through the compiler's _Float16
+#else
+#define TW_HOST_FLOAT16 0
+#endif
+
+// Software conversions: exact round-to-nearest-even, with inf/nan/subnormals.
+TW_FUNC uint16_t f32_to_f16_sw(float f) {
+    uint32_t x = f32_bits(f);
+    uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u)  // inf / nan (keep payload, force quiet)
+        return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u | ((ax >> 13) & 0x3ffu) : 0u));
+    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);  // >= 65520 rounds to inf
+    if (ax < 0x38800000u) {                                    // below 2^-14: half subnormal
+        if (ax < 0x33000000u) return (uint16_t)sign;            // below 2^-25: zero
+        uint32_t e = ax >> 23, m = (ax & 0x7fffffu) | 0x800000u, shift = 126 - e;
+        uint32_t q = m >> shift, rem = m & ((1u << shift) - 1), halfway = 1u << (shift - 1);
+        q += (rem > halfway || (rem == halfway && (q & 1u))) ? 1u : 0u;
+        return (uint16_t)(sign | q);
+    }
+    uint32_t r = ax - 0x38000000u;  // rebias exponent 127 -> 15; a mantissa carry rolls into it
+    uint32_t q = r >> 13, rem = r & 0x1fffu;
+    q += (rem > 0x1000u || (rem == 0x1000u && (q & 1u))) ? 1u : 0u;
+    return (uint16_t)(sign | q);
+}
+TW_FUNC uint16_t f64_to_f16_sw(double d) {
+    uint64_t x = f64_bits(d);
+    uint32_t sign = (uint32_t)(x >> 48) & 0x8000u;
+    uint64_t ax = x & 0x7fffffffffffffffull;
+    if (ax >= 0x7ff0000000000000ull)
+        return (uint16_t)(sign | 0x7c00u |
+                          (ax > 0x7ff0000000000000ull ? 0x200u | (uint32_t)((ax >> 42) & 0x3ffu) : 0u));
+    if (ax >= 0x40effe0000000000ull) return (uint16_t)(sign | 0x7c00u);
+    if (ax < 0x3f10000000000000ull) {
+        if (ax < 0x3e60000000000000ull) return (uint16_t)sign;
+        uint64_t e = ax >> 52, m = (ax & 0xfffffffffffffull) | (1ull << 52), shift = 1051 - e;
+        uint64_t q = m >> shift, rem = m & ((1ull << shift) - 1), halfway = 1ull << (shift - 1);
+        q += (rem > halfway || (rem == halfway && (q & 1u))) ? 1u : 0u;
+        return (uint16_t)(sign | (uint32_t)q);
+    }
+    uint64_t r = ax - (1008ull << 52);
+    uint64_t q = r >> 42, rem = r & ((1ull << 42) - 1), halfway = 1ull << 41;
+    q += (rem > halfway || (rem == halfway && (q & 1u))) ? 1u : 0u;
+    return (uint16_t)(sign | (uint32_t)q);
+}
+TW_FUNC float f16_to_f32_sw(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0x1f) return bits_f32(sign | 0x7f800000u | (m << 13) | (m ? 0x400000u : 0u));  // quiet NaN, as F16C
+    if (e == 0) {  // zero / subnormal: m * 2^-24 is exact in float
+        float v = (float)m * 5.9604644775390625e-8f;
+        return sign ? -v : v;
+    }
+    return bits_f32(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+TW_FUNC uint16_t f32_to_f16(float f) {
+#if TW_IS_CUDA
+    uint16_t h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
+#elif TW_HOST_FLOAT16
+    _Float16 v = (_Float16)f; uint16_t h; __builtin_memcpy(&h, &v, 2); return h;
+#else
+    return f32_to_f16_sw(f);
+#endif
+}
+TW_FUNC uint16_t f64_to_f16(double d) {
+#if TW_IS_CUDA
+    uint16_t h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h;
+#elif TW_HOST_FLOAT16
+    _Float16 v = (_Float16)d; uint16_t h; __builtin_memcpy(&h, &v, 2); return h;
+#else
+    return f64_to_f16_sw(d);
+#endif
+}
+TW_FUNC float f16_to_f32(uint16_t h) {
+#if TW_IS_CUDA
+    float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f;
+#elif TW_HOST_FLOAT16
+    _Float16 v; __builtin_memcpy(&v, &h, 2); return (float)v;
+#else
+    return f16_to_f32_sw(h);
+#endif
+}
+}  // namespace detail
+
+// IEEE binary16 storage; arithmetic promotes to float and rounds back (exact for + - * / sqrt,
+// since float has more than 2*11+2 significand bits). Constructors are explicit so that mixed
+// half/float expressions never pick an overload silently: use tw::cast<half>(x).
+struct half {
+    uint16_t bits;
+    half() = default;
+    TW_FUNC explicit half(float f) : bits(detail::f32_to_f16(f)) {}
+    TW_FUNC explicit half(double d) : bits(detail::f64_to_f16(d)) {}
+    TW_FUNC explicit half(int i) : bits(detail::f32_to_f16((float)i)) {}
+    TW_FUNC explicit operator float() const { return detail::f16_to_f32(bits); }
+    TW_FUNC explicit operator double() const { return (double)detail::f16_to_f32(bits); }
+    TW_FUNC static half from_bits(uint16_t b) { half h; h.bits = b; return h; }
+};
+
+#define TW_HALF_BINOP(OP)                                                          \
+    TW_FUNC half operator OP(half a, half b) { return half((float)a OP (float)b); } \
+    TW_FUNC half& operator OP##=(half& a, half b) { a = a OP b; return a; }
+TW_HALF_BINOP(+)
+TW_HALF_BINOP(-)
+TW_HALF_BINOP(*)
+TW_HALF_BINOP(/)
+#undef TW_HALF_BINOP
+TW_FUNC half operator-(half a) { return half::from_bits((uint16_t)(a.bits ^ 0x8000u)); }
+TW_FUNC half operator+(half a) { return a; }
+#define TW_HALF_CMP(OP) \
+    TW_FUNC bool operator OP(half a, half b) { return (float)a OP (float)b; }
+TW_HALF_CMP(==)
+TW_HALF_CMP(!=)
+TW_HALF_CMP(<)
+TW_HALF_CMP(<=)
+TW_HALF_CMP(>)
+TW_HALF_CMP(>=)
+#undef TW_HALF_CMP
+
+// ---------------------------------------------------------------------------------------
+// Type traits over the builtin types (not the typedefs, so int64_t = long or long long
+// is covered on every target).
+namespace detail {
+template <typename T> struct int_info { static constexpr bool is_int = false, is_signed = false; };
+#define TW_INT_INFO(T, S) \
+    template <> struct int_info<T> { static constexpr bool is_int = true, is_signed = S; };
+TW_INT_INFO(char, (char)-1 < 0)
+TW_INT_INFO(signed char, true)
+TW_INT_INFO(short, true)
+TW_INT_INFO(int, true)
+TW_INT_INFO(long, true)
+TW_INT_INFO(long long, true)
+TW_INT_INFO(unsigned char, false)
+TW_INT_INFO(unsigned short, false)
+TW_INT_INFO(unsigned int, false)
+TW_INT_INFO(unsigned long, false)
+TW_INT_INFO(unsigned long long, false)
+#undef TW_INT_INFO
+template <typename T> struct is_float { static constexpr bool value = false; };
+template <> struct is_float<float> { static constexpr bool value = true; };
+template <> struct is_float<double> { static constexpr bool value = true; };
+template <> struct is_float<half> { static constexpr bool value = true; };
+template <typename T> struct is_int { static constexpr bool value = int_info<T>::is_int; };
+template <typename T> struct is_num {
+    static constexpr bool value = is_int<T>::value || is_float<T>::value;
+};
+template <typename T> struct is_scalar {
+    static constexpr bool value = is_num<T>::value || is_same<T, bool>::value;
+};
+template <typename... S> struct all_scalar { static constexpr bool value = (is_scalar<S>::value && ...); };
+}  // namespace detail
+
+#define TW_IF_INT(T) typename T, detail::enable_if_t<detail::is_int<T>::value, int> = 0
+#define TW_IF_NUM(T) typename T, detail::enable_if_t<detail::is_num<T>::value, int> = 0
+#define TW_IF_SCALAR(T) typename T, detail::enable_if_t<detail::is_scalar<T>::value, int> = 0
+
+// ---------------------------------------------------------------------------------------
+// Conversions: tw::cast<T>(x) between any two scalars (half via float, double->half direct).
+namespace detail {
+template <typename T, typename S> struct caster { TW_FUNC static T run(S x) { return (T)x; } };
+template <typename S> struct caster<half, S> { TW_FUNC static half run(S x) { return half((float)x); } };
+template <typename T> struct caster<T, half> { TW_FUNC static T run(half x) { return (T)(float)x; } };
+template <> struct caster<half, half> { TW_FUNC static half run(half x) { return x; } };
+template <> struct caster<half, double> { TW_FUNC static half run(double x) { return half(x); } };
+template <> struct caster<double, half> { TW_FUNC static double run(half x) { return (double)x; } };
+template <> struct caster<bool, half> { TW_FUNC static bool run(half x) { return (float)x != 0.0f; } };
+template <> struct caster<half, bool> { TW_FUNC static half run(bool x) { return half(x ? 1.0f : 0.0f); } };
+}  // namespace detail
+template <typename T, typename S> TW_FUNC T cast(S x) { return detail::caster<T, S>::run(x); }
+
+template <typename T> TW_FUNC T inf();
+template <> TW_FUNC float inf<float>() { return detail::bits_f32(0x7f800000u); }
+template <> TW_FUNC double inf<double>() { return detail::bits_f64(0x7ff0000000000000ull); }
+template <> TW_FUNC half inf<half>() { return half::from_bits(0x7c00u); }
+template <typename T> TW_FUNC T nan();
+template <> TW_FUNC float nan<float>() { return detail::bits_f32(0x7fc00000u); }
+template <> TW_FUNC double nan<double>() { return detail::bits_f64(0x7ff8000000000000ull); }
+template <> TW_FUNC half nan<half>() { return half::from_bits(0x7e00u); }
+
+// ---------------------------------------------------------------------------------------
+// Arithmetic common to every numeric type. The (T) cast keeps int8/int16 results in type.
+template <TW_IF_NUM(T)> TW_FUNC T add(T a, T b) { return (T)(a + b); }
+template <TW_IF_NUM(T)> TW_FUNC T sub(T a, T b) { return (T)(a - b); }
+template <TW_IF_NUM(T)> TW_FUNC T mul(T a, T b) { return (T)(a * b); }
+// Integer division truncates toward zero, as C (and Warp); division by zero is undefined.
+template <TW_IF_NUM(T)> TW_FUNC T div(T a, T b) { return (T)(a / b); }
+template <TW_IF_NUM(T)> TW_FUNC T neg(T a) { return (T)(-a); }
+template <TW_IF_NUM(T)> TW_FUNC T pos(T a) { return a; }
+
+template <TW_IF_SCALAR(T)> TW_FUNC bool eq(T a, T b) { return a == b; }
+template <TW_IF_SCALAR(T)> TW_FUNC bool ne(T a, T b) { return a != b; }
+template <TW_IF_SCALAR(T)> TW_FUNC bool lt(T a, T b) { return a < b; }
+template <TW_IF_SCALAR(T)> TW_FUNC bool le(T a, T b) { return a <= b; }
+template <TW_IF_SCALAR(T)> TW_FUNC bool gt(T a, T b) { return a > b; }
+template <TW_IF_SCALAR(T)> TW_FUNC bool ge(T a, T b) { return a >= b; }
+
+// ---------------------------------------------------------------------------------------
+// Integers.
+template <TW_IF_INT(T)> TW_FUNC T mod(T a, T b) { return (T)(a % b); }  // sign of dividend
+// Warp 1.19 `//` on integers floors (-7 // 2 == -4), unlike its `/` and `%` which truncate.
+template <TW_IF_INT(T)> TW_FUNC T floordiv(T a, T b) {
+    T q = (T)(a / b);
+    if constexpr (detail::int_info<T>::is_signed) {
+        if ((T)(a % b) != 0 && ((a < 0) != (b < 0))) q = (T)(q - 1);
+    }
+    return q;
+}
+template <TW_IF_INT(T)> TW_FUNC T abs(T a) {
+    if constexpr (detail::int_info<T>::is_signed) return a < 0 ? (T)(-a) : a;
+    else return a;
+}
+template <TW_IF_INT(T)> TW_FUNC T sign(T a) {  // Warp: sign(0) == 1
+    if constexpr (detail::int_info<T>::is_signed) return a < 0 ? (T)-1 : (T)1;
+    else return (T)1;
+}
+template <TW_IF_INT(T)> TW_FUNC T min(T a, T b) { return a < b ? a : b; }
+template <TW_IF_INT(T)> TW_FUNC T max(T a, T b) { return a > b ? a : b; }
+template <TW_IF_INT(T)> TW_FUNC T clamp(T x, T lo, T hi) { return min(max(lo, x), hi); }
+template <TW_IF_INT(T)> TW_FUNC T bit_and(T a, T b) { return (T)(a & b); }
+template <TW_IF_INT(T)> TW_FUNC T bit_or(T a, T b) { return (T)(a | b); }
+template <TW_IF_INT(T)> TW_FUNC T bit_xor(T a, T b) { return (T)(a ^ b); }
+template <TW_IF_INT(T)> TW_FUNC T lshift(T a, T b) { return (T)(a << b); }
+template <TW_IF_INT(T)> TW_FUNC T rshift(T a, T b) { return (T)(a >> b); }  // arithmetic if signed
+template <TW_IF_INT(T)> TW_FUNC T invert(T a) { return (T)(~a); }
+template <TW_IF_INT(T)> TW_FUNC bool isfinite(T) { return true; }
+template <TW_IF_INT(T)> TW_FUNC bool isnan(T) { return false; }
+template <TW_IF_INT(T)> TW_FUNC bool isinf(T) { return false; }
+
+// ---------------------------------------------------------------------------------------
+// Floating point. CPU goes through <cmath>; CUDA through NVRTC's built-in device math.
+#if TW_IS_CUDA
+#define TW_MATH1(NAME, FF, FD)                           \
+    TW_FUNC float NAME(float x) { return ::FF(x); }     \
+    TW_FUNC double NAME(double x) { return ::FD(x); }   \
+    TW_FUNC half NAME(half x) { return half(::FF((float)x)); }
+#define TW_MATH2(NAME, FF, FD)                                           \
+    TW_FUNC float NAME(float x, float y) { return ::FF(x, y); }         \
+    TW_FUNC double NAME(double x, double y) { return ::FD(x, y); }      \
+    TW_FUNC half NAME(half x, half y) { return half(::FF((float)x, (float)y)); }
+#else
+#define TW_MATH1(NAME, FF, FD)                           \
+    TW_FUNC float NAME(float x) { return std::FD(x); }  \
+    TW_FUNC double NAME(double x) { return std::FD(x); } \
+    TW_FUNC half NAME(half x) { return half(std::FD((float)x)); }
+#define TW_MATH2(NAME, FF, FD)                                              \
+    TW_FUNC float NAME(float x, float y) { return std::FD(x, y); }         \
+    TW_FUNC double NAME(double x, double y) { return std::FD(x, y); }      \
+    TW_FUNC half NAME(half x, half y) { return half(std::FD((float)x, (float)y)); }
+#endif
+TW_MATH1(sqrt, sqrtf, sqrt)
+TW_MATH1(cbrt, cbrtf, cbrt)
+TW_MATH1(exp, expf, exp)
+TW_MATH1(log, logf, log)
+TW_MATH1(log2, log2f, log2)
+TW_MATH1(log10, log10f, log10)
+TW_MATH1(sin, sinf, sin)
+TW_MATH1(cos, cosf, cos)
+TW_MATH1(tan, tanf, tan)
+TW_MATH1(asin, asinf, asin)
+TW_MATH1(acos, acosf, acos)
+TW_MATH1(atan, atanf, atan)
+TW_MATH1(sinh, sinhf, sinh)
+TW_MATH1(cosh, coshf, cosh)
+TW_MATH1(tanh, tanhf, tanh)
+TW_MATH1(floor, floorf, floor)
+TW_MATH1(ceil, ceilf, ceil)
+TW_MATH1(round, roundf, round)  // half away from zero
+TW_MATH1(rint, rintf, rint)      // half to even
+TW_MATH1(trunc, truncf, trunc)
+TW_MATH1(erf, erff, erf)
+TW_MATH1(erfc, erfcf, erfc)
+TW_MATH1(abs, fabsf, fabs)
+TW_MATH2(pow, powf, pow)
+TW_MATH2(atan2, atan2f, atan2)
+TW_MATH2(mod, fmodf, fmod)  // float `%` is fmod (sign of dividend)
+#undef TW_MATH1
+#undef TW_MATH2
+
+// Classification by bit pattern: exact, and unaffected by -ffast-math / --use_fast_math.
+TW_FUNC bool isnan(float x) { return (detail::f32_bits(x) & 0x7fffffffu) > 0x7f800000u; }
+TW_FUNC bool isinf(float x) { return (detail::f32_bits(x) & 0x7fffffffu) == 0x7f800000u; }
+TW_FUNC bool isfinite(float x) { return (detail::f32_bits(x) & 0x7fffffffu) < 0x7f800000u; }
+TW_FUNC bool isnan(double x) {
+    return (detail::f64_bits(x) & 0x7fffffffffffffffull) > 0x7ff0000000000000ull;
+}
+TW_FUNC bool isinf(double x) {
+    return (detail::f64_bits(x) & 0x7fffffffffffffffull) == 0x7ff0000000000000ull;
+}
+TW_FUNC bool isfinite(double x) {
+    return (detail::f64_bits(x) & 0x7fffffffffffffffull) < 0x7ff0000000000000ull;
+}
+TW_FUNC bool isnan(half x) { return (x.bits & 0x7fffu) > 0x7c00u; }
+TW_FUNC bool isinf(half x) { return (x.bits & 0x7fffu) == 0x7c00u; }
+TW_FUNC bool isfinite(half x) { return (x.bits & 0x7fffu) < 0x7c00u; }
+
+// min/max follow fmin/fmax (Warp): a NaN operand loses to a number. Written out on the host
+// because glibc's fminf is an out-of-line call that blocks vectorisation.
+#if TW_IS_CUDA
+TW_FUNC float min(float a, float b) { return ::fminf(a, b); }
+TW_FUNC float max(float a, float b) { return ::fmaxf(a, b); }
+TW_FUNC double min(double a, double b) { return ::fmin(a, b); }
+TW_FUNC double max(double a, double b) { return ::fmax(a, b); }
+#else
+TW_FUNC float min(float a, float b) { return (b < a || a != a) ? b : a; }
+TW_FUNC float max(float a, float b) { return (b > a || a != a) ? b : a; }
+TW_FUNC double min(double a, double b) { return (b < a || a != a) ? b : a; }
+TW_FUNC double max(double a, double b) { return (b > a || a != a) ? b : a; }
+#endif
+TW_FUNC half min(half a, half b) { return half(min((float)a, (float)b)); }
+TW_FUNC half max(half a, half b) { return half(max((float)a, (float)b)); }
+
+// Float helpers written once for float/double/half.
+#define TW_FLOAT_TEMPLATE template <typename T, detail::enable_if_t<detail::is_float<T>::value, int> = 0>
+TW_FLOAT_TEMPLATE TW_FUNC T clamp(T x, T lo, T hi) { return min(max(lo, x), hi); }
+TW_FLOAT_TEMPLATE TW_FUNC T floordiv(T a, T b) { return floor(a / b); }
+TW_FLOAT_TEMPLATE TW_FUNC T sign(T a) { return a < cast<T>(0) ? cast<T>(-1) : cast<T>(1); }
+TW_FLOAT_TEMPLATE TW_FUNC T frac(T a) { return a - trunc(a); }
+TW_FLOAT_TEMPLATE TW_FUNC T degrees(T a) { return cast<T>((float)a * 57.29577951308232f); }
+TW_FLOAT_TEMPLATE TW_FUNC T radians(T a) { return cast<T>((float)a * 0.017453292519943295f); }
+TW_FUNC double degrees(double a) { return a * 57.29577951308232; }
+TW_FUNC double radians(double a) { return a * 0.017453292519943295; }
+// Warp's step: 1 where x < 0, else 0.
+TW_FLOAT_TEMPLATE TW_FUNC T step(T x) { return x < cast<T>(0) ? cast<T>(1) : cast<T>(0); }
+TW_FLOAT_TEMPLATE TW_FUNC T lerp(T a, T b, T t) { return a * (cast<T>(1) - t) + b * t; }
+TW_FLOAT_TEMPLATE TW_FUNC T smoothstep(T e0, T e1, T x) {
+    T t = clamp((x - e0) / (e1 - e0), cast<T>(0), cast<T>(1));
+    return t * t * (cast<T>(3) - cast<T>(2) * t);
+}
+#undef TW_FLOAT_TEMPLATE
+}  // namespace tw

@@ -1,0 +1,123 @@
+// Target abstraction: the same headers compile under g++ (CPU .so) and NVRTC (CUDA cubin).
+#pragma once
+
+#if defined(__CUDACC__) || defined(TW_CUDA)
+#define TW_IS_CUDA 1
+#else
+#define TW_IS_CUDA 0
+#endif
+
+#if TW_IS_CUDA
+// NVRTC: no system headers, so the fixed-width typedefs are spelled out (LP64 device ABI).
+typedef signed char int8_t;
+typedef short int16_t;
+typedef int int32_t;
+typedef long long int64_t;
+typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+#define TW_FUNC __device__ inline
+// No `inline` here: TW_FORCEINLINE is combined with TW_FUNC, and `inline inline` is ill-formed.
+#define TW_FORCEINLINE __attribute__((always_inline))
+#define TW_EXPORT
+#else
+#include <cmath>
+#include <cstdint>
+#define TW_FUNC inline
+#define TW_FORCEINLINE __attribute__((always_inline))
+#define TW_EXPORT __attribute__((visibility("default")))
+#endif
+
+#define TW_CONCAT_(a, b) a##b
+#define TW_CONCAT(a, b) TW_CONCAT_(a, b)
+
+// Kernel entry: BODY(const ARGS&, int64_t task) runs once per task.
+#if TW_IS_CUDA
+#define TW_KERNEL_ENTRY(NAME, ARGS, BODY)                                                   \
+    extern "C" __global__ void NAME(ARGS args) {                                            \
+        for (int64_t task = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;                 \
+             task < args.bounds.size; task += (int64_t)gridDim.x * blockDim.x)              \
+            BODY(args, task);                                                               \
+    }
+#else
+// CPU: the thread pool hands each worker a [begin, end) task range.
+#define TW_KERNEL_ENTRY(NAME, ARGS, BODY)                                                   \
+    extern "C" TW_EXPORT void NAME(const void* a, int64_t begin, int64_t end) {             \
+        const ARGS& args = *static_cast<const ARGS*>(a);                                    \
+        for (int64_t task = begin; task < end; ++task) BODY(args, task);                    \
+    }
+#endif
+
+// ---------------------------------------------------------------------------------------
+// Debug error slot. One per module (= one kernel): the host reads `tw_error_state` after a
+// debug launch (cuModuleGetGlobal on CUDA, dlsym on CPU) and reports the first failure.
+namespace tw {
+enum error_code : int32_t { ERR_NONE = 0, ERR_BOUNDS = 1, ERR_ASSERT = 2, ERR_NAN = 3 };
+
+struct error_state_t {
+    int32_t code;   // error_code of the first failure, 0 if none
+    int32_t line;   // source line (__LINE__ of the emitted code; follows #line), -1 if unknown
+    int32_t arg;    // array argument id given by the emitter, -1 if unknown
+    int32_t dim;    // offending dimension for bounds errors
+    int64_t index;  // offending index
+    int64_t extent; // shape of that dimension
+};
+
+// Where an access happens, so a bounds error can name "line, array".
+struct src_loc {
+    int32_t line;
+    int32_t arg;
+};
+}  // namespace tw
+
+#define TW_LOC(ARG) (tw::src_loc{__LINE__, (ARG)})
+
+#if defined(TW_DEBUG)
+#if TW_IS_CUDA
+extern "C" {
+__device__ tw::error_state_t tw_error_state;
+}
+#else
+// weak: tolerates several debug translation units linked into one .so.
+extern "C" {
+TW_EXPORT __attribute__((weak)) tw::error_state_t tw_error_state = {0, 0, 0, 0, 0, 0};
+}
+#endif
+
+namespace tw {
+// Records only the first failure: whoever flips `code` from 0 writes the details.
+TW_FUNC void report_error(int32_t code, int32_t line, int32_t arg, int32_t dim, int64_t index,
+                          int64_t extent) {
+#if TW_IS_CUDA
+    if (atomicCAS(&tw_error_state.code, 0, code) != 0) return;
+#else
+    int32_t expected = 0;
+    if (!__atomic_compare_exchange_n(&tw_error_state.code, &expected, code, false,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        return;
+#endif
+    tw_error_state.line = line;
+    tw_error_state.arg = arg;
+    tw_error_state.dim = dim;
+    tw_error_state.index = index;
+    tw_error_state.extent = extent;
+}
+}  // namespace tw
+
+#define TW_ASSERT(cond) \
+    do { if (!(cond)) tw::report_error(tw::ERR_ASSERT, __LINE__, -1, -1, 0, 0); } while (0)
+#else
+#define TW_ASSERT(cond) do { } while (0)
+#endif
+
+namespace tw {
+namespace detail {
+// Minimal <type_traits> stand-ins (NVRTC has no standard headers).
+template <bool B, typename T = void> struct enable_if {};
+template <typename T> struct enable_if<true, T> { typedef T type; };
+template <bool B, typename T = void> using enable_if_t = typename enable_if<B, T>::type;
+template <typename A, typename B> struct is_same { static constexpr bool value = false; };
+template <typename A> struct is_same<A, A> { static constexpr bool value = true; };
+}  // namespace detail
+}  // namespace tw

@@ -1,0 +1,148 @@
+// Fixed-size vectors: tw::vec_t<N, T> = { T c[N]; } (same layout as ctypes T * N).
+#pragma once
+#include "scalar.h"
+
+namespace tw {
+template <int N, typename T> struct vec_t {
+    T c[N];
+
+    TW_FUNC vec_t() {
+        for (int i = 0; i < N; ++i) c[i] = cast<T>(0);
+    }
+    // One scalar: fill (also the component constructor when N == 1).
+    template <typename S, detail::enable_if_t<detail::is_scalar<S>::value, int> = 0>
+    TW_FUNC explicit vec_t(S s) {
+        for (int i = 0; i < N; ++i) c[i] = cast<T>(s);
+    }
+    // Exactly N scalars, each converted to T.
+    template <typename... S,
+              detail::enable_if_t<(sizeof...(S) == N && N > 1 && detail::all_scalar<S...>::value), int> = 0>
+    TW_FUNC vec_t(S... s) : c{cast<T>(s)...} {}
+    // Element-type conversion (vec3d -> vec3f).
+    template <typename S>
+    TW_FUNC explicit vec_t(const vec_t<N, S>& o) {
+        for (int i = 0; i < N; ++i) c[i] = cast<T>(o.c[i]);
+    }
+
+    TW_FUNC T& operator[](int i) { return c[i]; }
+    TW_FUNC const T& operator[](int i) const { return c[i]; }
+};
+
+template <int N, typename T> TW_FUNC bool operator==(const vec_t<N, T>& a, const vec_t<N, T>& b) {
+    for (int i = 0; i < N; ++i)
+        if (!(a.c[i] == b.c[i])) return false;
+    return true;
+}
+template <int N, typename T> TW_FUNC bool operator!=(const vec_t<N, T>& a, const vec_t<N, T>& b) {
+    return !(a == b);
+}
+template <int N, typename T> TW_FUNC bool eq(const vec_t<N, T>& a, const vec_t<N, T>& b) { return a == b; }
+template <int N, typename T> TW_FUNC bool ne(const vec_t<N, T>& a, const vec_t<N, T>& b) { return !(a == b); }
+
+// Componentwise maps, so every vector builtin reuses the scalar semantics (int vs float).
+#define TW_VEC_MAP2(NAME, FN)                                                            \
+    template <int N, typename T>                                                         \
+    TW_FUNC vec_t<N, T> NAME(const vec_t<N, T>& a, const vec_t<N, T>& b) {              \
+        vec_t<N, T> r;                                                                   \
+        for (int i = 0; i < N; ++i) r.c[i] = FN(a.c[i], b.c[i]);                         \
+        return r;                                                                        \
+    }
+#define TW_VEC_MAP1(NAME, FN)                                                            \
+    template <int N, typename T> TW_FUNC vec_t<N, T> NAME(const vec_t<N, T>& a) {        \
+        vec_t<N, T> r;                                                                   \
+        for (int i = 0; i < N; ++i) r.c[i] = FN(a.c[i]);                                 \
+        return r;                                                                        \
+    }
+TW_VEC_MAP2(add, add)
+TW_VEC_MAP2(sub, sub)
+TW_VEC_MAP2(cw_mul, mul)
+TW_VEC_MAP2(cw_div, div)
+TW_VEC_MAP2(mod, mod)
+TW_VEC_MAP2(min, min)
+TW_VEC_MAP2(max, max)
+TW_VEC_MAP1(neg, neg)
+TW_VEC_MAP1(abs, abs)
+TW_VEC_MAP1(sign, sign)
+#undef TW_VEC_MAP1
+#undef TW_VEC_MAP2
+template <int N, typename T> TW_FUNC vec_t<N, T> pos(const vec_t<N, T>& a) { return a; }
+
+// vec * vec is not a Warp builtin (ambiguous); only scaling is.
+template <int N, typename T> TW_FUNC vec_t<N, T> mul(const vec_t<N, T>& a, T s) {
+    vec_t<N, T> r;
+    for (int i = 0; i < N; ++i) r.c[i] = mul(a.c[i], s);
+    return r;
+}
+template <int N, typename T> TW_FUNC vec_t<N, T> mul(T s, const vec_t<N, T>& a) {
+    vec_t<N, T> r;
+    for (int i = 0; i < N; ++i) r.c[i] = mul(s, a.c[i]);
+    return r;
+}
+template <int N, typename T> TW_FUNC vec_t<N, T> div(const vec_t<N, T>& a, T s) {
+    vec_t<N, T> r;
+    for (int i = 0; i < N; ++i) r.c[i] = div(a.c[i], s);
+    return r;
+}
+template <int N, typename T> TW_FUNC vec_t<N, T> div(T s, const vec_t<N, T>& a) {  // s / a[i]
+    vec_t<N, T> r;
+    for (int i = 0; i < N; ++i) r.c[i] = div(s, a.c[i]);
+    return r;
+}
+
+template <int N, typename T> TW_FUNC T dot(const vec_t<N, T>& a, const vec_t<N, T>& b) {
+    T s = mul(a.c[0], b.c[0]);
+    for (int i = 1; i < N; ++i) s = add(s, mul(a.c[i], b.c[i]));
+    return s;
+}
+template <typename T> TW_FUNC vec_t<3, T> cross(const vec_t<3, T>& a, const vec_t<3, T>& b) {
+    return vec_t<3, T>(sub(mul(a.c[1], b.c[2]), mul(a.c[2], b.c[1])),
+                       sub(mul(a.c[2], b.c[0]), mul(a.c[0], b.c[2])),
+                       sub(mul(a.c[0], b.c[1]), mul(a.c[1], b.c[0])));
+}
+template <int N, typename T> TW_FUNC T length_sq(const vec_t<N, T>& a) { return dot(a, a); }
+template <int N, typename T> TW_FUNC T length(const vec_t<N, T>& a) { return sqrt(dot(a, a)); }
+// Warp: a zero (or underflowed) length gives the zero vector rather than NaNs.
+template <int N, typename T> TW_FUNC vec_t<N, T> normalize(const vec_t<N, T>& a) {
+    T l = length(a);
+    if (l > cast<T>(0)) return div(a, l);
+    return vec_t<N, T>();
+}
+template <int N, typename T>
+TW_FUNC vec_t<N, T> lerp(const vec_t<N, T>& a, const vec_t<N, T>& b, T t) {
+    return add(mul(a, sub(cast<T>(1), t)), mul(b, t));
+}
+
+// Reductions over the components (Warp's one-argument min/max/argmin/argmax).
+template <int N, typename T> TW_FUNC T min(const vec_t<N, T>& a) {
+    T m = a.c[0];
+    for (int i = 1; i < N; ++i) m = min(m, a.c[i]);
+    return m;
+}
+template <int N, typename T> TW_FUNC T max(const vec_t<N, T>& a) {
+    T m = a.c[0];
+    for (int i = 1; i < N; ++i) m = max(m, a.c[i]);
+    return m;
+}
+template <int N, typename T> TW_FUNC uint32_t argmin(const vec_t<N, T>& a) {
+    uint32_t k = 0;
+    for (int i = 1; i < N; ++i)
+        if (a.c[i] < a.c[k]) k = (uint32_t)i;
+    return k;
+}
+template <int N, typename T> TW_FUNC uint32_t argmax(const vec_t<N, T>& a) {
+    uint32_t k = 0;
+    for (int i = 1; i < N; ++i)
+        if (a.c[i] > a.c[k]) k = (uint32_t)i;
+    return k;
+}
+
+template <int N, typename T> TW_FUNC T extract(const vec_t<N, T>& a, int i) {
+    TW_ASSERT(i >= 0 && i < N);
+    return a.c[i];
+}
+template <int N, typename T> TW_FUNC vec_t<N, T> with_component(vec_t<N, T> a, int i, T v) {
+    TW_ASSERT(i >= 0 && i < N);
+    a.c[i] = v;
+    return a;
+}
+}  // namespace tw

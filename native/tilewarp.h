@@ -1,0 +1,9 @@
+// tilewarp native umbrella header: included by every generated kernel (CPU and CUDA).
+#pragma once
+#include "core/target.h"
+#include "core/scalar.h"
+#include "core/vec.h"
+#include "core/mat.h"
+#include "runtime/launch.h"
+#include "runtime/array.h"
+#include "runtime/atomic.h"

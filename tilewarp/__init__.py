@@ -1,0 +1,43 @@
+"""tilewarp: Warp-compatible simulation kernels in Python for CPUs and NVIDIA GPUs.
+
+``import tilewarp as wp`` — the public names follow NVIDIA Warp's.
+"""
+__version__ = "0.1.0"
+
+from . import config  # noqa: E402
+from .builtins import REGISTRY as _REGISTRY  # noqa: E402
+from .errors import (  # noqa: E402,F401
+    CompileError, CudaError, DeviceError, KernelError, KernelSyntaxError, KernelTypeError, LaunchError,
+    TapeError, TileWarpError)
+from .kernel import Function, Kernel, func, kernel, static  # noqa: E402,F401
+from .runtime.array import (  # noqa: E402,F401
+    array, array1d, array2d, array3d, array4d, clone, copy, empty, empty_like, from_numpy, full, full_like,
+    ones, ones_like, zeros, zeros_like)
+from .runtime.device import (  # noqa: E402,F401
+    Device, ScopedDevice, get_cuda_device_count, get_cuda_devices, get_device, get_devices,
+    get_preferred_device, is_cuda_available, set_device, synchronize)
+from .runtime.launch import Launch, launch  # noqa: E402,F401
+from .types import (  # noqa: E402,F401
+    constant, float16, float32, float64, half, int8, int16, int32, int64, mat22, mat22d, mat33, mat33d, mat44,
+    mat44d, matrix, uint8, uint16, uint32, uint64, vec2, vec2d, vec2h, vec2i, vec3, vec3d, vec3h, vec3i, vec4,
+    vec4d, vec4h, vec4i, vector)
+from .types import bool_ as bool  # noqa: E402,F401
+
+# kernel-side builtins users call as wp.<name> (operators are reached through Python syntax)
+_HIDDEN = {"add", "sub", "mul", "matmul", "div", "mod", "floordiv", "neg", "pos", "eq", "ne", "lt", "le", "gt",
+           "ge", "bool_not", "construct", "extract", "with_component", "load", "view", "store", "shape", "cast",
+           "invert"}
+globals().update({name: b for name, b in _REGISTRY.items() if name not in _HIDDEN})
+# operators also exist as functions in Warp (wp.add, wp.mul, ...)
+globals().update({name: _REGISTRY[name] for name in ("add", "sub", "mul", "div", "mod", "neg")})
+
+
+def init():
+    """Kept for Warp compatibility: tilewarp initialises lazily."""
+
+
+def clear_kernel_cache():
+    """Delete every compiled kernel from the on-disk cache."""
+    from .compile.cache import clear
+
+    clear()

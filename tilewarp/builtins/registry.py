@@ -1,0 +1,108 @@
+"""The builtin table every stage reads: one ``Builtin`` entry per kernel-side function.
+
+An entry gives the name users call, a type rule (argument types -> result type, raising
+``BuiltinTypeError`` with a user-facing message), the C++ function implementing it (overloaded
+by type in ``native/``), and what autodiff needs: the adjoint's C++ name, or
+``differentiable=False`` for functions with no gradient (integer ops, comparisons, random).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from .. import types as T
+
+
+class BuiltinTypeError(Exception):
+    """Raised by a type rule; the frontend adds the user's file:line."""
+
+
+@dataclass(frozen=True, eq=False)
+class Builtin:
+    name: str
+    type_rule: Callable  # (arg_types: tuple, template: tuple) -> result type or None
+    cpp: str
+    adjoint: str | None = None
+    differentiable: bool = True
+    side_effect: bool = False  # stores, atomics: never replayed, never dropped
+    unify_literals: bool = True  # bare Python literals take the other arguments' scalar type
+    kernel_context: bool = False  # needs the launch bounds and task index (tid)
+    emit: Callable | None = None  # (cpp_args: list[str], template: tuple) -> C++ expression
+    host: Callable | None = None  # evaluation when called from Python outside kernels
+
+    def __call__(self, *args):
+        if self.host is None:
+            raise RuntimeError(f"wp.{self.name}() can only be called inside a kernel or wp.func")
+        return self.host(*args)
+
+    def __repr__(self):
+        return f"<builtin {self.name}>"
+
+
+REGISTRY: dict[str, Builtin] = {}
+
+
+def register(*entries: Builtin) -> None:
+    for b in entries:
+        if b.name in REGISTRY:
+            raise ValueError(f"builtin {b.name!r} registered twice")
+        REGISTRY[b.name] = b
+
+
+def lookup(name: str) -> Builtin:
+    return REGISTRY[name]
+
+
+# ---- type-rule helpers shared by the tables -----------------------------------------------------
+
+
+def fail(msg: str):
+    raise BuiltinTypeError(msg)
+
+
+def names(types) -> str:
+    return ", ".join(T.type_name(t) for t in types)
+
+
+def arity(n):
+    """Wrap a rule so a wrong argument count gives one clear message."""
+
+    def wrap(rule):
+        def checked(args, template):
+            if len(args) not in (n if isinstance(n, tuple) else (n,)):
+                fail(f"takes {n} argument(s), got {len(args)}")
+            return rule(args, template)
+
+        return checked
+
+    return wrap
+
+
+def same(args):
+    if any(a != args[0] for a in args[1:]):
+        fail(f"arguments must have the same type, got ({names(args)})")
+    return args[0]
+
+
+def numeric(kinds=("int", "uint", "float"), vectors=False, matrices=False):
+    """Rule for elementwise functions: all arguments one type, a scalar of ``kinds`` (or vec/mat)."""
+
+    def rule(args, template):
+        t = same(args)
+        ok = (T.is_scalar(t) and t._kind_ in kinds) or (vectors and T.is_vector(t)) or (
+            matrices and T.is_matrix(t))
+        if not ok or (T.is_composite(t) and T.scalar_of(t)._kind_ not in kinds):
+            fail(f"unsupported argument type ({names(args)})")
+        return t
+
+    return rule
+
+
+def returns(result, rule):
+    """Run ``rule`` for its checks, then return a fixed type (e.g. bool for comparisons)."""
+
+    def wrapped(args, template):
+        rule(args, template)
+        return result
+
+    return wrapped

@@ -1,0 +1,178 @@
+"""Host C++ compiler driver: generated source -> shared library (.so) for the CPU backend.
+
+Every output is written to a temporary name and ``os.replace``d into place, so several processes
+may build the same file at once and a reader never sees half a library.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from tilewarp import config
+from tilewarp.errors import CompileError
+
+#: The repository's native/ folder (tilewarp.h and the runtime sources).
+NATIVE_DIR = Path(__file__).resolve().parents[2] / "native"
+PCH_HEADER = "tilewarp.h"
+RUNTIME_SOURCE = NATIVE_DIR / "runtime" / "thread_pool.cpp"
+
+_pch_failed: set[str] = set()  # PCH keys that failed to build in this process: don't retry
+
+
+def compiler() -> str:
+    """The host C++ compiler: config.host_compiler, else $CXX, else g++ (resolved on PATH)."""
+    name = config.host_compiler or os.environ.get("CXX") or "g++"
+    return shutil.which(name) or name
+
+
+@functools.lru_cache(maxsize=None)
+def _identity(cxx: str) -> tuple[str, bool]:
+    """(identity string, is_gcc) for one compiler path."""
+    try:
+        version = _run([cxx, "--version"]).stdout
+    except OSError as e:
+        raise CompileError(f"host C++ compiler {cxx!r} not found ({e})") from None
+    is_gcc = "clang" not in version.lower()
+    if is_gcc:  # the target options -march=native switches on (CPU name, ISA extensions, caches)
+        target = _run([cxx, "-march=native", "-Q", "--help=target"]).stdout
+    else:  # clang: the cc1 command line names -target-cpu and every -target-feature
+        target = _run([cxx, "-march=native", "-###", "-E", "-x", "c++", os.devnull]).stderr
+    digest = hashlib.sha256((version + "\0" + target).encode()).hexdigest()
+    name = version.splitlines()[0].split()[0] if version.strip() else "cxx"
+    return f"{Path(name).name}-{digest[:32]}", is_gcc
+
+
+def target_identity() -> str:
+    """Hash of the compiler's ``--version`` and the CPU features ``-march=native`` expands to."""
+    return _identity(compiler())[0]
+
+
+def _run(cmd: list[str]) -> subprocess.CompletedProcess:
+    if config.verbose:
+        print("tilewarp:", " ".join(cmd), file=sys.stderr)
+    return subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+
+
+def _flags(include_dirs, defines, opt_level, debug, fast_math, extra_flags) -> list[str]:
+    """Flags shared by the compile and its precompiled header (they must match exactly)."""
+    flags = ["-std=c++17", "-march=native", "-fPIC", "-fno-math-errno", "-pipe"]
+    flags += ["-O0", "-g", "-DTW_DEBUG=1"] if debug else [f"-O{opt_level}"]
+    if fast_math:
+        flags.append("-ffast-math")
+    for k, v in sorted((defines or {}).items()):
+        flags.append(f"-D{k}" if v is None else f"-D{k}={v}")
+    flags += list(extra_flags or ())
+    dirs = [str(d) for d in (include_dirs or ())]
+    if str(NATIVE_DIR) not in dirs:
+        dirs.append(str(NATIVE_DIR))
+    return flags + [f"-I{d}" for d in dirs]
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; cache entries are ordinary files
+        os.replace(tmp, path)
+    except BaseException:
+        _unlink(tmp)
+        raise
+
+
+def _unlink(path) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _header_hash() -> str:
+    """Hash of every header under native/ (tilewarp.h includes the others)."""
+    h = hashlib.sha256()
+    for p in sorted(NATIVE_DIR.rglob("*.h")):
+        h.update(str(p.relative_to(NATIVE_DIR)).encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def precompiled_header(pch_dir, flags: list[str], cxx: str) -> str | None:
+    """Folder holding ``tilewarp.h.gch`` built with exactly `flags`, or None if it can't be had.
+
+    g++ looks for ``X.gch`` in each include folder just before ``X``, so putting this folder first
+    in the -I list makes ``#include "tilewarp.h"`` (the first line of every generated source) load
+    the PCH; a source that doesn't start with it silently uses the plain header instead.
+    """
+    header = NATIVE_DIR / PCH_HEADER
+    if not header.is_file() or not _identity(cxx)[1]:  # clang's PCH rules differ: skip it
+        return None
+    key_src = "\0".join([target_identity(), cxx, _header_hash(), *flags])
+    key = hashlib.sha256(key_src.encode()).hexdigest()[:20]
+    folder = Path(pch_dir) / f"pch-{key}"
+    gch = folder / (PCH_HEADER + ".gch")
+    if gch.is_file():
+        return str(folder)
+    if key in _pch_failed:
+        return None
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=PCH_HEADER + ".", suffix=".gch.tmp")
+    os.close(fd)
+    res = _run([cxx, *flags, "-x", "c++-header", str(header), "-o", tmp])
+    if res.returncode != 0:
+        _unlink(tmp)
+        _pch_failed.add(key)
+        return None
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, gch)
+    return str(folder)
+
+
+def compile_shared(source: str, out_path, *, include_dirs=(), defines=None, opt_level: int = 3,
+                   debug: bool = False, fast_math: bool = False, pch_dir=None,
+                   extra_flags=(), link_flags=()) -> None:
+    """Compile C++ `source` into the shared library `out_path`.
+
+    The source is kept next to the output as ``<out stem>.cpp`` so compiler messages and
+    CompileError point at a real file. `pch_dir`, when given, is where the tilewarp.h PCH lives.
+    """
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cpp = out.with_suffix(".cpp")
+    _write_atomic(cpp, source.encode())
+    cxx = compiler()
+    flags = _flags(include_dirs, defines, opt_level, debug, fast_math, extra_flags)
+    pch_flags: list[str] = []
+    if pch_dir is not None:
+        folder = precompiled_header(pch_dir, flags, cxx)
+        if folder:
+            pch_flags = [f"-I{folder}", "-Winvalid-pch"]
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=out.name + ".", suffix=".tmp")
+    os.close(fd)
+    cmd = [cxx, *pch_flags, *flags, "-shared", str(cpp), "-o", tmp, *link_flags]
+    try:
+        res = _run(cmd)
+    except OSError as e:
+        _unlink(tmp)
+        raise CompileError(f"could not run host C++ compiler {cxx!r}: {e}", source_path=str(cpp)) from None
+    if res.returncode != 0:
+        _unlink(tmp)
+        first = next((ln for ln in res.stderr.splitlines() if "error" in ln), "").strip()
+        msg = f"host C++ compilation failed ({Path(cxx).name} exit {res.returncode})"
+        raise CompileError(msg + (f": {first}" if first else ""), log=res.stderr, source_path=str(cpp))
+    os.chmod(tmp, 0o755)
+    os.replace(tmp, out)
+
+
+def build_runtime(cache_dir) -> str:
+    """Build native/runtime/thread_pool.cpp into the cache (once per source + compiler identity)."""
+    src = RUNTIME_SOURCE.read_text()
+    key = hashlib.sha256((src + "\0" + target_identity()).encode()).hexdigest()[:16]
+    out = Path(cache_dir) / "runtime" / f"libtilewarp_cpu-{key}.so"
+    if not out.is_file():
+        compile_shared(src, out, opt_level=2, extra_flags=["-pthread"])
+    return str(out)

@@ -1,0 +1,21 @@
+"""Global settings, named as in Warp (``wp.config.mode`` etc.).
+
+Only read at compile/launch time and folded into the frozen compile ``Options``, so a change takes
+effect for kernels compiled afterwards and always changes the cache key.
+"""
+import os
+
+#: "release" or "debug" (debug adds bounds checks and NaN checks).
+mode: str = "release"
+#: Print nothing on compile/load when True.
+quiet: bool = False
+#: Print extra information (compile commands).
+verbose: bool = False
+#: Kernel cache folder; None means $TILEWARP_CACHE_DIR or ~/.cache/tilewarp.
+kernel_cache_dir: str | None = None
+#: Honour fast-math on both targets.
+fast_math: bool = False
+#: Host C++ compiler; None means $CXX or g++.
+host_compiler: str | None = os.environ.get("CXX")
+#: Check launch arguments (types, devices) on every launch.
+verify_fp: bool = False

@@ -1,0 +1,184 @@
+"""Typed IR -> C++ source. One emitter: the text is the same for CUDA and the host."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import types as T
+from ..ir import nodes as ir
+from . import names
+
+
+def emit_module(kernel: ir.Function) -> str:
+    """The whole translation unit of one kernel: its functions, argument struct, body, entry."""
+    out = ['#include "tilewarp.h"', "", "namespace {", ""]
+    for f in callees_in_order(kernel):
+        out += _Printer(f).function()
+    out += _Printer(kernel).kernel()
+    out += ["}  // namespace", "",
+            f"TW_KERNEL_ENTRY({names.kernel_entry(kernel.symbol)}, {names.args_struct(kernel.symbol)}, "
+            f"{names.body(kernel.symbol)})", ""]
+    return "\n".join(out)
+
+
+def callees_in_order(fn: ir.Function) -> list:
+    """Every function ``fn`` reaches, callees before callers, each once."""
+    order, seen = [], set()
+
+    def visit(f):
+        for c in f.callees:
+            if c.symbol not in seen:
+                seen.add(c.symbol)
+                visit(c)
+                order.append(c)
+
+    visit(fn)
+    return order
+
+
+def cpp_type(t) -> str:
+    return "void" if t is None else t._cpp_
+
+
+def literal(v: ir.Value) -> str:
+    t, c = v.type, v.const
+    if t is T.bool_:
+        return "true" if c else "false"
+    if T.is_float(t):
+        cpp = "float" if t is T.float16 else t._cpp_
+        if math.isnan(c):
+            text = f"tw::nan<{cpp}>()"
+        elif math.isinf(c):
+            text = f"{'-' if c < 0 else ''}tw::inf<{cpp}>()"
+        else:
+            text = repr(float(np.float32(c))) if t is not T.float64 else repr(float(c))
+            text += "f" if t is not T.float64 else ""
+        text = f"({text})" if text.startswith("-") else text
+        return f"tw::cast<tw::half>({text})" if t is T.float16 else text
+    suffix = {T.int64: "ll", T.uint32: "u", T.uint64: "ull"}.get(t)
+    if t is T.int32 and c == -(2**31):
+        return "(-2147483647 - 1)"
+    if t is T.int64 and c == -(2**63):
+        return "(-9223372036854775807ll - 1)"
+    if suffix is not None or t is T.int32:
+        text = f"{c}{suffix or ''}"
+        return f"({text})" if c < 0 else text
+    return f"(({t._cpp_}){c})"
+
+
+def ref(v: ir.Value) -> str:
+    return literal(v) if v.is_const else names.value(v)
+
+
+def expression(op) -> str:
+    if isinstance(op, ir.Copy):
+        return ref(op.src)
+    args = [ref(a) for a in op.args]
+    if isinstance(op, ir.FuncCall):
+        return f"{op.func.symbol}({', '.join(args)})"
+    b = op.builtin
+    if b.emit is not None:
+        return b.emit(args, op.template)
+    return f"{b.cpp}({', '.join(args)})"
+
+
+class _Printer:
+    def __init__(self, fn: ir.Function):
+        self.fn = fn
+        self.lines: list = []
+        self.depth = 1
+        self.last_text = None
+
+    def line(self, text: str):
+        self.lines.append("    " * self.depth + text)
+
+    def declarations(self):
+        for v in self.fn.values:
+            self.line(f"{cpp_type(v.type)} {names.value(v)}{{}};")
+
+    def function(self) -> list:
+        f = self.fn
+        params = ", ".join(f"{cpp_type(p.type)} {names.value(p)}" for p in f.params)
+        self.lines.append(f"// {f.name}  ({f.loc.file}:{f.loc.line})" if f.loc else f"// {f.name}")
+        self.lines.append(f"TW_FUNC {cpp_type(f.return_type)} {f.symbol}({params}) {{")
+        self.declarations()
+        self.statements(f.body)
+        if f.return_type is not None:
+            self.line("return {};")
+        self.lines += ["}", ""]
+        return self.lines
+
+    def kernel(self) -> list:
+        f = self.fn
+        args = names.args_struct(f.symbol)
+        self.lines.append(f"struct {args} {{")
+        self.line("tw::launch_bounds_t bounds;")
+        for p, name in zip(f.params, f.param_names):
+            self.line(f"{cpp_type(p.type)} {names.field(name)};")
+        self.lines += ["};", ""]
+        self.lines.append(f"// kernel {f.name}  ({f.loc.file}:{f.loc.line})" if f.loc else f"// kernel {f.name}")
+        self.lines.append(f"TW_FORCEINLINE TW_FUNC void {names.body(f.symbol)}(const {args}& args, int64_t task) {{")
+        for p, name in zip(f.params, f.param_names):
+            self.line(f"{cpp_type(p.type)} {names.value(p)} = args.{names.field(name)};")
+        self.declarations()
+        self.statements(f.body)
+        self.lines += ["}", ""]
+        return self.lines
+
+    # ---- statements ----------------------------------------------------------------------------
+
+    def statements(self, stmts):
+        for s in stmts:
+            loc = getattr(s, "loc", None)
+            if loc is not None and loc.text and loc.text.strip() != self.last_text:
+                self.last_text = loc.text.strip()
+                self.line(f"// {self.last_text}")
+            getattr(self, "stmt_" + type(s).__name__)(s)
+
+    def block(self, head: str, stmts, tail: str = "}"):
+        self.line(head)
+        self.depth += 1
+        self.statements(stmts)
+        self.depth -= 1
+        self.line(tail)
+
+    def stmt_Assign(self, s: ir.Assign):
+        expr = expression(s.op)
+        self.line(f"{names.value(s.dst)} = {expr};" if s.dst is not None else f"{expr};")
+
+    def stmt_If(self, s: ir.If):
+        if s.orelse:
+            self.block(f"if ({ref(s.cond)}) {{", s.body, "} else {")
+            self.depth += 1
+            self.statements(s.orelse)
+            self.depth -= 1
+            self.line("}")
+        else:
+            self.block(f"if ({ref(s.cond)}) {{", s.body)
+
+    def stmt_For(self, s: ir.For):
+        i, stop, step = names.value(s.var), ref(s.stop), ref(s.step)
+        if s.step.is_const:
+            test = f"{i} {'<' if s.step.const > 0 else '>'} {stop}"
+        else:
+            test = f"({step} > 0) ? ({i} < {stop}) : ({i} > {stop})"
+        self.block(f"for ({i} = {ref(s.start)}; {test}; {i} += {step}) {{", s.body)
+
+    def stmt_While(self, s: ir.While):
+        self.line("while (true) {")
+        self.depth += 1
+        self.statements(s.test)
+        self.line(f"if (!{ref(s.cond)}) break;")
+        self.statements(s.body)
+        self.depth -= 1
+        self.line("}")
+
+    def stmt_Break(self, s):
+        self.line("break;")
+
+    def stmt_Continue(self, s):
+        self.line("continue;")
+
+    def stmt_Return(self, s: ir.Return):
+        self.line(f"return {ref(s.value)};" if s.value is not None else "return;")

@@ -1,0 +1,67 @@
+"""The error hierarchy. Kernel-code errors point at the user's file:line:col with the source line."""
+from __future__ import annotations
+
+
+class TileWarpError(Exception):
+    """Base class of every error tilewarp raises on purpose."""
+
+
+class KernelError(TileWarpError):
+    """An error located in the user's kernel/function source.
+
+    The message reads ``file.py:LINE:COL: message`` followed by the offending source line and a
+    caret under the column, so the user sees where, not which compiler stage.
+    """
+
+    def __init__(self, message: str, loc=None):
+        self.bare_message = message
+        self.loc = loc
+        super().__init__(format_located(message, loc))
+
+
+class KernelSyntaxError(KernelError):
+    """Python syntax the kernel language does not support."""
+
+
+class KernelTypeError(KernelError):
+    """A type mismatch, an unknown name or a wrong builtin call inside kernel code."""
+
+
+class LaunchError(TileWarpError):
+    """A launch with wrong arguments (count, type, dtype, device, shape)."""
+
+
+class CompileError(TileWarpError):
+    """The C++ compiler or NVRTC rejected generated code; carries the log and the source path."""
+
+    def __init__(self, message: str, log: str = "", source_path: str | None = None):
+        self.log = log
+        self.source_path = source_path
+        text = message
+        if source_path:
+            text += f"\ngenerated source: {source_path}"
+        if log:
+            text += "\n" + log.rstrip()
+        super().__init__(text)
+
+
+class DeviceError(TileWarpError):
+    """A device that does not exist, or no CUDA driver/GPU when one was asked for."""
+
+
+class CudaError(TileWarpError):
+    """A CUDA driver call failed; the message names the call and the CUDA error."""
+
+
+class TapeError(TileWarpError):
+    """Misuse of the Tape, or gradients that cannot be trusted."""
+
+
+def format_located(message: str, loc) -> str:
+    if loc is None:
+        return message
+    head = f"{loc.file}:{loc.line}:{loc.col + 1}: {message}"
+    if not loc.text:
+        return head
+    caret = " " * loc.col + "^"
+    return f"{head}\n    {loc.text}\n    {caret}"

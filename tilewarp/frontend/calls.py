@@ -1,0 +1,193 @@
+"""Calls (builtins, types, user functions, ``wp.static``) and assignment targets."""
+from __future__ import annotations
+
+import ast
+import builtins as py
+import inspect
+
+from .. import types as T
+from ..builtins import Builtin
+from ..builtins.operators import BINARY
+from ..errors import KernelSyntaxError, KernelTypeError
+from ..ir import nodes as ir
+from .lower import PY_BUILTINS, _STATIC_MARK
+
+
+def lower_call(lw, node: ast.Call):
+    func = lw.visit(node.func)
+    loc = lw.src.loc(node)
+    if isinstance(func, ir.Value):
+        raise KernelTypeError(f"a {T.type_name(func.type)} value is not callable", loc)
+    if getattr(func, _STATIC_MARK, False):
+        if len(node.args) != 1 or node.keywords:
+            raise KernelSyntaxError("wp.static() takes exactly one expression", loc)
+        try:
+            return lw.src.evaluate(node.args[0], {})
+        except Exception as e:
+            raise KernelTypeError(f"wp.static() expression failed: {type(e).__name__}: {e}", loc) from e
+    if getattr(func, "_tw_specialize", None) is not None:
+        return call_user_function(lw, func, node)
+    if func in T.python_scalar_aliases:
+        func = T.python_scalar_aliases[func]
+    if T.is_scalar(func) or T.is_composite(func):
+        _no_keywords(lw, node, T.type_name(func))
+        return lw.call("construct", [lw.value(a) for a in node.args], node, (func,))
+    if func is py.len:
+        return _len(lw, node)
+    if func in PY_BUILTINS:
+        func = REGISTRY_LOOKUP(PY_BUILTINS[func])
+    if isinstance(func, Builtin):
+        return _builtin(lw, func, node)
+    raise KernelTypeError(f"cannot call {getattr(func, '__name__', type(func).__name__)!s} in kernel code: "
+                          "only builtins, types and @wp.func functions", loc)
+
+
+def REGISTRY_LOOKUP(name):
+    from ..builtins import REGISTRY
+
+    return REGISTRY[name]
+
+
+def _no_keywords(lw, node, what):
+    if node.keywords:
+        raise KernelSyntaxError(f"{what}() takes no keyword arguments", lw.src.loc(node))
+
+
+def _static_kw(lw, node, name, default):
+    for kw in node.keywords:
+        if kw.arg == name:
+            return lw.src.evaluate(kw.value, {})
+    return default
+
+
+def _builtin(lw, func: Builtin, node):
+    if func.name == "tid":
+        if node.args or node.keywords:
+            raise KernelSyntaxError("wp.tid() takes no arguments", lw.src.loc(node))
+        return lw.call("tid", [], node, (0, 1))
+    if func.name == "identity":
+        n = _static_kw(lw, node, "n", None)
+        dtype = T.scalar_type(_static_kw(lw, node, "dtype", T.float32))
+        return lw.call("identity", [], node, (n, dtype))
+    _no_keywords(lw, node, func.name)
+    return lw.call(func.name, [lw.value(a) for a in node.args], node)
+
+
+def _len(lw, node):
+    (arg,) = node.args
+    v = lw.value(arg)
+    if T.is_vector(v.type) or T.is_matrix(v.type):
+        return lw.const(v.type._wp_shape_[0], T.int32)
+    if T.is_array(v.type):
+        return lw.call("extract", [lw.call("shape", [v], node), lw.const(0, T.int32)], node)
+    raise KernelTypeError(f"len() of a {T.type_name(v.type)} value", lw.src.loc(node))
+
+
+def call_user_function(lw, func, node):
+    params = func.parameters()
+    loc = lw.src.loc(node)
+    if len(node.args) > len(params):
+        raise KernelTypeError(f"{func.__name__}() takes {len(params)} arguments, got {len(node.args)}", loc)
+    given = {name: lw.value(a) for (name, _, _), a in zip(params, node.args)}
+    for kw in node.keywords:
+        if kw.arg not in {p[0] for p in params} or kw.arg in given:
+            raise KernelTypeError(f"{func.__name__}() got an unexpected or repeated argument '{kw.arg}'", loc)
+        given[kw.arg] = lw.value(kw.value)
+    args = []
+    for name, annotation, default in params:
+        if name not in given:
+            if default is inspect.Parameter.empty:
+                raise KernelTypeError(f"{func.__name__}() is missing argument '{name}'", loc)
+            given[name] = lw.materialize(default, node)
+        value = given[name]
+        if annotation is not None:
+            value = lw.coerce(value, annotation, node, f"argument '{name}' of {func.__name__}()")
+        elif value.weak:
+            value = lw.const(value.const, value.type)
+        args.append(value)
+    callee = func._tw_specialize(tuple(a.type for a in args), loc)
+    if callee not in lw.fn.callees:
+        lw.fn.callees.append(callee)
+    return lw.assign(ir.FuncCall(callee, tuple(args)), callee.return_type, node, func.__name__)
+
+
+# ---- assignment targets ----------------------------------------------------------------------
+
+
+def _is_tid_call(lw, node) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    try:
+        f = lw.visit(node.func)
+    except KernelTypeError:
+        return False
+    return isinstance(f, Builtin) and f.name == "tid"
+
+
+def assign_target(lw, target, value_node, node):
+    if isinstance(target, ast.Tuple):
+        names = target.elts
+        if _is_tid_call(lw, value_node):
+            values = [lw.call("tid", [], value_node, (k, len(names))) for k in range(len(names))]
+        elif isinstance(value_node, ast.Tuple) and len(value_node.elts) == len(names):
+            values = [lw.value(v) for v in value_node.elts]
+        else:
+            raise KernelSyntaxError("tuple assignment needs wp.tid() or a tuple of the same length on the right",
+                                    lw.src.loc(node))
+        for t, v in zip(names, values):
+            store_to(lw, t, v, node)
+        return
+    store_to(lw, target, lw.value(value_node), node)
+
+
+def store_to(lw, target, value, node):
+    if isinstance(target, ast.Name):
+        lw.bind(target.id, value, node)
+    elif isinstance(target, ast.Subscript):
+        base = lw.value(target.value)
+        index_nodes = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+        indices = [lw.index(i) for i in index_nodes]
+        if T.is_array(base.type):
+            value = lw.coerce(value, base.type.dtype, node, "array element")
+            lw.call("store", [base, *indices, value], node)
+        else:
+            _set_component(lw, target.value, base, indices, value, node)
+    elif isinstance(target, ast.Attribute):
+        base = lw.value(target.value)
+        if not (T.is_vector(base.type) and len(target.attr) == 1 and 0 <= "xyzw".find(target.attr) < base.type._length_):
+            raise KernelTypeError(f"cannot assign attribute '{target.attr}' of a {T.type_name(base.type)} value",
+                                  lw.src.loc(node))
+        _set_component(lw, target.value, base, [lw.const("xyzw".index(target.attr), T.int32)], value, node)
+    else:
+        raise KernelSyntaxError(f"cannot assign to {type(target).__name__}", lw.src.loc(node))
+
+
+def _set_component(lw, base_node, base, indices, value, node):
+    if not isinstance(base_node, ast.Name):
+        raise KernelSyntaxError("component assignment needs a local variable: v[i] = x", lw.src.loc(node))
+    if T.is_composite(base.type) and value.weak:
+        value = lw.coerce(value, T.scalar_of(base.type), node, "component") if len(indices) == (
+            1 if T.is_vector(base.type) else 2) else value
+    updated = lw.call("with_component", [base, *indices, value], node)
+    lw.bind(base_node.id, updated, node)
+
+
+def aug_assign(lw, node: ast.AugAssign):
+    op = BINARY.get(type(node.op).__name__)
+    if op is None:
+        raise KernelSyntaxError(f"unsupported operator {type(node.op).__name__}=", lw.src.loc(node))
+    target = node.target
+    if isinstance(target, ast.Subscript):
+        base = lw.value(target.value)
+        if T.is_array(base.type):
+            index_nodes = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+            indices = [lw.index(i) for i in index_nodes]
+            value = lw.coerce(lw.value(node.value), base.type.dtype, node, "array element")
+            if op in ("add", "sub"):  # as in Warp: a[i] += x is an atomic add (and differentiable)
+                lw.call(f"atomic_{op}", [base, *indices, value], node, discard=True)
+                return
+            current = lw.call("load", [base, *indices], node)
+            lw.call("store", [base, *indices, lw.call(op, [current, value], node)], node)
+            return
+    current = lw.value(target)
+    store_to(lw, target, lw.call(op, [current, lw.value(node.value)], node), node)

@@ -1,0 +1,362 @@
+"""Python AST -> typed IR. One ``visit_X`` per supported node; anything else is a located error.
+
+Names bound once stay SSA values. A name a loop body rebinds becomes a *carried* (mutable) value
+written in place, and a name both branches of an ``if`` rebind gets a merged value written at the
+end of each branch; both are listed on the IR statement so later passes see them.
+"""
+from __future__ import annotations
+
+import ast
+import builtins as py
+
+from .. import types as T
+from ..builtins import REGISTRY, Builtin, BuiltinTypeError
+from ..builtins.operators import BINARY, COMPARE, UNARY
+from ..errors import KernelError, KernelSyntaxError, KernelTypeError
+from ..ir import nodes as ir
+from .source import MISSING, Source
+
+#: Python builtins usable in kernels, by the registry entry they mean.
+PY_BUILTINS = {py.min: "min", py.max: "max", py.abs: "abs", py.pow: "pow", py.round: "round"}
+_STATIC_MARK = "__tw_static__"
+
+
+class Lowerer:
+    def __init__(self, source: Source, param_types: dict, *, is_kernel: bool, symbol: str):
+        self.src = source
+        self.param_types = param_types
+        self.is_kernel = is_kernel
+        self.fn = ir.Function(name=source.tree.name, symbol=symbol, params=[], param_names=[], body=[],
+                              is_kernel=is_kernel, loc=source.loc(source.tree))
+        self.symbols: dict = {}
+        self.stmts: list = self.fn.body
+        self.return_types: list = []
+        self.loop_depth = 0
+        self._next_id = 0
+
+    # ---- entry --------------------------------------------------------------------------------
+
+    def run(self) -> ir.Function:
+        for name, t in self.param_types.items():
+            v = self.new_value(t, name)
+            self.fn.params.append(v)
+            self.fn.param_names.append(name)
+            self.symbols[name] = v
+        self.fn.values = [v for v in self.fn.values if v not in self.fn.params]
+        self.block(self.src.tree.body)
+        if not self.is_kernel:
+            types = {t for t in self.return_types if t is not None}
+            if len(types) > 1:
+                raise KernelTypeError(f"function returns different types: {sorted(map(T.type_name, types))}",
+                                      self.fn.loc)
+            self.fn.return_type = types.pop() if types else None
+        return self.fn
+
+    # ---- values and statements ----------------------------------------------------------------
+
+    def new_value(self, t, hint="", mutable=False) -> ir.Value:
+        self._next_id += 1
+        v = ir.Value(self._next_id, t, hint, mutable=mutable)
+        self.fn.values.append(v)
+        return v
+
+    def const(self, value, t=None) -> ir.Value:
+        self._next_id += 1
+        weak = t is None
+        if t is None:
+            t = T.bool_ if isinstance(value, py.bool) else T.int32 if isinstance(value, py.int) else T.float32
+        value = py.bool(value) if t is T.bool_ else py.float(value) if T.is_float(t) else py.int(value)
+        return ir.Value(self._next_id, t, const=value, weak=weak)
+
+    def assign(self, op, t, node, hint="") -> ir.Value:
+        dst = self.new_value(t, hint) if t is not None else None
+        self.stmts.append(ir.Assign(dst, op, self.src.loc(node)))
+        return dst
+
+    def call(self, name: str, args, node, template=(), discard=False) -> ir.Value | None:
+        b: Builtin = REGISTRY[name]
+        args = list(args)
+        if b.unify_literals:
+            args = self.unify(args)
+        if any(isinstance(a.type, T.TupleType) for a in args):
+            raise KernelTypeError(f"{name}() cannot take a tuple argument", self.src.loc(node))
+        try:
+            result = b.type_rule(tuple(a.type for a in args), tuple(template))
+        except BuiltinTypeError as e:
+            raise KernelTypeError(f"{_pretty(name)}: {e}", self.src.loc(node)) from None
+        if b.kernel_context and not self.is_kernel:
+            raise KernelTypeError(f"wp.{name}() is only available inside a kernel", self.src.loc(node))
+        return self.assign(ir.Call(b, tuple(args), tuple(template)), None if discard else result, node)
+
+    def unify(self, args):
+        """Bare Python literals take the scalar type of the typed arguments (``x * 2.0`` in float64)."""
+        typed = [T.scalar_of(a.type) for a in args if not a.weak and (T.is_scalar(a.type) or T.is_composite(a.type))]
+        target = typed[0] if typed else None
+        if target is None and any(a.weak and T.is_float(a.type) for a in args):
+            target = T.float32
+        out = []
+        for a in args:
+            if a.weak and target is not None and target is not T.bool_ and a.type is not T.bool_:
+                if T.is_float(target) or isinstance(a.const, py.int):
+                    a = self.const(a.const, target)
+            out.append(a)
+        return out
+
+    def bind(self, name: str, value: ir.Value, node):
+        """``name = value``: write in place into a carried value, else rebind the name."""
+        if isinstance(value.type, T.TupleType):
+            raise KernelSyntaxError("tuples must be unpacked: a, b = ...", self.src.loc(node))
+        current = self.symbols.get(name)
+        if isinstance(current, ir.Value) and current.mutable:
+            value = self.coerce(value, current.type, node, f"variable '{name}'")
+            self.stmts.append(ir.Assign(current, ir.Copy(value), self.src.loc(node)))
+            return
+        if value.mutable:  # never alias a carried value: it changes under the new name
+            value = self.assign(ir.Copy(value), value.type, node, name)
+        elif value.weak:
+            value = self.const(value.const, value.type)
+        self.symbols[name] = value
+
+    def coerce(self, value, t, node, what):
+        if value.weak and value.type != t:
+            value = self.unify([ir.Value(0, t), value])[1]
+        if value.type != t:
+            raise KernelTypeError(f"{what} has type {T.type_name(t)} but is assigned {T.type_name(value.type)}",
+                                  self.src.loc(node))
+        return value
+
+    # ---- dispatch ----------------------------------------------------------------------------
+
+    def visit(self, node):
+        method = getattr(self, "visit_" + type(node).__name__, None)
+        if method is None:
+            raise KernelSyntaxError(f"unsupported syntax in kernel code: {type(node).__name__}",
+                                    self.src.loc(node))
+        return method(node)
+
+    def block(self, body):
+        for stmt in body:
+            self.visit(stmt)
+
+    def value(self, node) -> ir.Value:
+        """Lower an expression that must produce a value (not a module, type, or function)."""
+        result = self.visit(node)
+        if isinstance(result, ir.Value):
+            return result
+        return self.materialize(result, node)
+
+    def materialize(self, obj, node) -> ir.Value:
+        if isinstance(obj, (py.bool, py.int, py.float)):
+            return self.const(obj)
+        if isinstance(obj, T.Scalar):
+            return self.const(obj.value, type(obj))
+        if isinstance(obj, (T.VectorBase, T.MatrixBase)):
+            s = T.scalar_of(type(obj))
+            return self.call("construct", [self.const(v, s) for v in obj.numpy().reshape(-1)], node, (type(obj),))
+        raise KernelTypeError(f"cannot use {_describe(obj)} as a value in kernel code", self.src.loc(node))
+
+    # ---- expressions -------------------------------------------------------------------------
+
+    def visit_Constant(self, node):
+        if isinstance(node.value, (py.bool, py.int, py.float)):
+            return self.const(node.value)
+        raise KernelTypeError(f"unsupported constant {node.value!r}", self.src.loc(node))
+
+    def visit_Name(self, node):
+        if node.id in self.symbols:
+            return self.symbols[node.id]
+        obj = self.src.lookup(node.id)
+        if obj is MISSING:
+            raise KernelTypeError(f"name '{node.id}' is not defined", self.src.loc(node))
+        return obj
+
+    def visit_Attribute(self, node):
+        base = self.visit(node.value)
+        if not isinstance(base, ir.Value):
+            if not hasattr(base, node.attr):
+                raise KernelTypeError(f"{_describe(base)} has no attribute '{node.attr}'", self.src.loc(node))
+            return getattr(base, node.attr)
+        t = base.type
+        if T.is_vector(t) and len(node.attr) == 1 and 0 <= "xyzw".find(node.attr) < t._length_:
+            return self.call("extract", [base, self.const("xyzw".index(node.attr))], node)
+        if T.is_array(t) and node.attr == "shape":
+            return self.call("shape", [base], node)
+        raise KernelTypeError(f"{T.type_name(t)} value has no attribute '{node.attr}'", self.src.loc(node))
+
+    def visit_BinOp(self, node):
+        name = BINARY.get(type(node.op).__name__)
+        if name is None:
+            raise KernelSyntaxError(f"unsupported operator {type(node.op).__name__}", self.src.loc(node))
+        return self.call(name, [self.value(node.left), self.value(node.right)], node)
+
+    def visit_UnaryOp(self, node):
+        operand = self.value(node.operand)
+        if isinstance(node.op, ast.USub) and operand.is_const and not isinstance(operand.const, py.bool):
+            return ir.Value(operand.id, operand.type, const=-operand.const, weak=operand.weak)
+        if isinstance(node.op, ast.Not):
+            operand = self.truth(operand, node)
+        return self.call(UNARY[type(node.op).__name__], [operand], node)
+
+    def visit_Compare(self, node):
+        left, result = self.value(node.left), None
+        for op, right_node in zip(node.ops, node.comparators):
+            name = COMPARE.get(type(op).__name__)
+            if name is None:
+                raise KernelSyntaxError(f"unsupported comparison {type(op).__name__}", self.src.loc(node))
+            right = self.value(right_node)
+            cmp = self.call(name, [left, right], node)
+            result = cmp if result is None else self.short_circuit(result, lambda c=cmp: c, True, node)
+            left = right
+        return result
+
+    def visit_BoolOp(self, node):
+        is_and = isinstance(node.op, ast.And)
+        result = self.truth(self.value(node.values[0]), node)
+        for operand in node.values[1:]:
+            result = self.short_circuit(result, lambda o=operand: self.truth(self.value(o), node), is_and, node)
+        return result
+
+    def short_circuit(self, first, rest, is_and, node):
+        """``first and rest()`` / ``first or rest()`` evaluating ``rest`` only when needed."""
+        out = self.new_value(T.bool_, "cond")
+        self.stmts.append(ir.Assign(out, ir.Copy(first), self.src.loc(node)))
+        test = out if is_and else self.call("bool_not", [out], node)
+        body, saved = [], self.stmts
+        self.stmts = body
+        self.stmts.append(ir.Assign(out, ir.Copy(rest()), self.src.loc(node)))
+        self.stmts = saved
+        self.stmts.append(ir.If(test, body, [], (out,), self.src.loc(node)))
+        return out
+
+    def visit_IfExp(self, node):
+        cond = self.truth(self.value(node.test), node)
+        branches = []
+        for expr in (node.body, node.orelse):
+            saved, self.stmts = self.stmts, []
+            branches.append((self.value(expr), self.stmts))
+            self.stmts = saved
+        (a, body), (b, orelse) = branches
+        a, b = self.unify([a, b])
+        if a.type != b.type:
+            raise KernelTypeError(f"both sides of 'if/else' must have one type, got {T.type_name(a.type)} and "
+                                  f"{T.type_name(b.type)}", self.src.loc(node))
+        out = self.new_value(a.type, "select")
+        body.append(ir.Assign(out, ir.Copy(a), self.src.loc(node)))
+        orelse.append(ir.Assign(out, ir.Copy(b), self.src.loc(node)))
+        self.stmts.append(ir.If(cond, body, orelse, (out,), self.src.loc(node)))
+        return out
+
+    def visit_Subscript(self, node):
+        base = self.value(node.value)
+        if isinstance(node.slice, ast.Slice):
+            raise KernelSyntaxError("slicing is not supported inside kernels", self.src.loc(node))
+        index_nodes = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        indices = [self.index(i) for i in index_nodes]
+        if T.is_array(base.type):
+            name = "load" if len(indices) == base.type.ndim else "view"
+            return self.call(name, [base, *indices], node)
+        return self.call("extract", [base, *indices], node)
+
+    def index(self, node) -> ir.Value:
+        v = self.value(node)
+        return self.const(v.const, T.int32) if v.weak and isinstance(v.const, py.int) else v
+
+    def visit_Call(self, node):
+        from .calls import lower_call
+
+        return lower_call(self, node)
+
+    def truth(self, v: ir.Value, node) -> ir.Value:
+        if v.type is T.bool_:
+            return v
+        if T.is_scalar(v.type):
+            return self.call("ne", [v, self.const(0, v.type)], node)
+        raise KernelTypeError(f"a {T.type_name(v.type)} value has no truth value", self.src.loc(node))
+
+    # ---- statements ----------------------------------------------------------------------------
+
+    def visit_Expr(self, node):
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return  # docstring
+        self.visit(node.value)
+
+    def visit_Pass(self, node):
+        pass
+
+    def visit_Assert(self, node):
+        pass  # as in Warp, asserts are compiled out of release kernels
+
+    def visit_Assign(self, node):
+        if len(node.targets) != 1:
+            raise KernelSyntaxError("chained assignment (a = b = c) is not supported", self.src.loc(node))
+        from .calls import assign_target
+
+        assign_target(self, node.targets[0], node.value, node)
+
+    def visit_AnnAssign(self, node):
+        if node.value is None:
+            raise KernelSyntaxError("a declaration needs a value", self.src.loc(node))
+        from .calls import assign_target
+
+        assign_target(self, node.target, node.value, node)
+
+    def visit_AugAssign(self, node):
+        from .calls import aug_assign
+
+        aug_assign(self, node)
+
+    def visit_Return(self, node):
+        value = None
+        if node.value is not None:
+            if self.is_kernel:
+                raise KernelSyntaxError("kernels cannot return a value", self.src.loc(node))
+            if isinstance(node.value, ast.Tuple):
+                raise KernelSyntaxError("returning several values is not supported yet", self.src.loc(node))
+            value = self.value(node.value)
+            if value.weak:
+                value = self.const(value.const, value.type)
+        self.return_types.append(value.type if value is not None else None)
+        self.stmts.append(ir.Return(value, self.src.loc(node)))
+
+    def visit_If(self, node):
+        from .control import lower_if
+
+        lower_if(self, node)
+
+    def visit_For(self, node):
+        from .control import lower_for
+
+        lower_for(self, node)
+
+    def visit_While(self, node):
+        from .control import lower_while
+
+        lower_while(self, node)
+
+    def visit_Break(self, node):
+        self._loop_only(node, "break")
+        self.stmts.append(ir.Break(self.src.loc(node)))
+
+    def visit_Continue(self, node):
+        self._loop_only(node, "continue")
+        self.stmts.append(ir.Continue(self.src.loc(node)))
+
+    def _loop_only(self, node, what):
+        if self.loop_depth == 0:
+            raise KernelSyntaxError(f"'{what}' outside a loop", self.src.loc(node))
+
+
+def _describe(obj) -> str:
+    if isinstance(obj, type):
+        return f"type {obj.__name__}"
+    name = getattr(obj, "__name__", None)
+    return f"{type(obj).__name__} {name!r}" if name else f"{type(obj).__name__} value"
+
+
+def _pretty(name: str) -> str:
+    return {"add": "'+'", "sub": "'-'", "mul": "'*'", "div": "'/'", "mod": "'%'", "floordiv": "'//'",
+            "matmul": "'@'", "neg": "unary '-'", "lt": "'<'", "le": "'<='", "gt": "'>'", "ge": "'>='",
+            "eq": "'=='", "ne": "'!='"}.get(name, f"{name}()")
+
+
+__all__ = ["Lowerer", "KernelError"]

@@ -1,0 +1,71 @@
+"""The user's Python source: text, AST, line offsets, and the names it can see."""
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import textwrap
+from dataclasses import dataclass
+
+from ..errors import KernelSyntaxError
+from ..ir.nodes import Loc
+
+_MISSING = object()
+
+
+@dataclass
+class Source:
+    fn: object
+    file: str
+    first_line: int  # line number of the def in the file
+    indent: int  # columns textwrap.dedent removed
+    lines: list  # the original source lines of the function
+    tree: ast.FunctionDef
+
+    def loc(self, node) -> Loc:
+        line = getattr(node, "lineno", 1)
+        text = self.lines[line - 1].rstrip("\n") if 0 < line <= len(self.lines) else ""
+        col = getattr(node, "col_offset", 0) + self.indent
+        return Loc(self.file, self.first_line + line - 1, col, text.rstrip())
+
+    def lookup(self, name: str):
+        """A name not bound locally: closure cell, then module global, then Python builtin."""
+        code = self.fn.__code__
+        if name in code.co_freevars and self.fn.__closure__:
+            cell = self.fn.__closure__[code.co_freevars.index(name)]
+            try:
+                return cell.cell_contents
+            except ValueError:  # cell not yet filled (function defined later in the enclosing scope)
+                return _MISSING
+        if name in self.fn.__globals__:
+            return self.fn.__globals__[name]
+        return getattr(builtins, name, _MISSING)
+
+    def evaluate(self, node: ast.expr, local_constants: dict):
+        """Evaluate an expression in Python (``wp.static``) with the function's visible names."""
+        code = compile(ast.Expression(body=node), self.file, "eval")
+        scope = dict(self.fn.__globals__)
+        for name in code.co_names:
+            value = self.lookup(name)
+            if value is not _MISSING:
+                scope[name] = value
+        scope.update(local_constants)
+        return eval(code, scope)
+
+
+def get_source(fn) -> Source:
+    try:
+        lines, first_line = inspect.getsourcelines(fn)
+        file = inspect.getsourcefile(fn) or "<unknown>"
+    except (OSError, TypeError) as e:
+        raise KernelSyntaxError(f"cannot read the source of {fn.__qualname__}: {e}") from None
+    text = "".join(lines)
+    dedented = textwrap.dedent(text)
+    indent = len(text.splitlines()[0]) - len(dedented.splitlines()[0])
+    tree = ast.parse(dedented).body[0]
+    if not isinstance(tree, ast.FunctionDef):
+        raise KernelSyntaxError(f"{fn.__qualname__} is not a plain function definition")
+    return Source(fn, file, first_line, indent, lines, tree)
+
+
+MISSING = _MISSING

@@ -1,0 +1,40 @@
+"""The whole chain in one place: parse -> typecheck -> (adjoint) -> emit -> compile -> load."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from . import config
+from .compile import compile_cached
+from .compile.options import current
+from .emit import emit_module, names
+from .runtime.launch import ArgPacker
+
+
+@dataclass
+class CompiledKernel:
+    device: object
+    module: object
+    handle: object
+    packer: ArgPacker
+    source: str
+
+
+def log(message: str) -> None:
+    if not config.quiet:
+        print(f"tilewarp: {message}", flush=True)
+
+
+def build(kernel, device) -> CompiledKernel:
+    fn = kernel.ir  # frontend: parse + typecheck (errors name the user's file:line)
+    # autodiff (reverse pass over the IR) slots in here, compiled lazily when a Tape needs it
+    source = emit_module(fn)  # emit: one C++ body for both targets
+    if os.environ.get("TILEWARP_DUMP"):
+        from .ir.printer import dump
+
+        log(f"IR of {kernel.key}:\n{dump(fn)}")
+    options = current(device.kind, device.arch)
+    path = compile_cached(source, kernel.key, options, log)  # compile (content-hashed disk cache)
+    module = device.backend.load_module(path)  # load
+    handle = module.function(names.kernel_entry(fn.symbol))
+    return CompiledKernel(device, module, handle, ArgPacker(fn), source)

@@ -1,0 +1,401 @@
+"""``wp.array``: typed, strided memory on a device, with an optional gradient array.
+
+``wp.array(dtype=wp.vec3)`` without data or shape is a kernel parameter annotation (as in Warp);
+with data, shape or ptr it owns or views memory. The element layout matches the C++ types, so a
+kernel receives a ``tw::array_t<T, D>`` descriptor pointing straight at this memory.
+"""
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import numpy as np
+
+from .. import types as T
+from ..errors import LaunchError
+from .device import get_device
+
+
+class _Allocation:
+    """Frees device memory when the last array viewing it goes away."""
+
+    __slots__ = ("backend", "ptr", "__weakref__")
+
+    def __init__(self, backend, nbytes):
+        self.backend, self.ptr = backend, backend.alloc(max(nbytes, 1))
+
+    def __del__(self):
+        try:
+            self.backend.free(self.ptr)
+        except Exception:  # interpreter shutdown: the driver may already be gone
+            pass
+
+
+def _infer_dtype(np_dtype) -> type:
+    return T.scalar_type(np_dtype)
+
+
+def _shape_tuple(shape) -> tuple:
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+    if not 1 <= len(shape) <= 4:
+        raise ValueError(f"arrays have 1 to 4 dimensions, got shape {shape}")
+    if any(s < 0 for s in shape):
+        raise ValueError(f"negative array shape {shape}")
+    return shape
+
+
+class array:
+    """A typed array on a device (Warp's ``wp.array``)."""
+
+    def __init__(self, data=None, dtype: Any = Any, shape=None, strides=None, length=None, ptr=None,
+                 capacity=None, device=None, pinned=False, copy=True, owner=False, deleter=None, ndim=None,
+                 grad=None, requires_grad=False):
+        self._desc = None
+        self._grad = None
+        self._requires_grad = False
+        self._owner = None
+        if length is not None and shape is None:
+            shape = (length,)
+        if data is None and shape is None and ptr is None:  # an annotation: wp.array(dtype=float, ndim=2)
+            self.dtype, self.ndim, self.shape, self.ptr, self.device = dtype, ndim or 1, None, 0, None
+            return
+        self.device = get_device(device) if device is not None or not isinstance(data, array) else data.device
+        if isinstance(data, array):
+            data = data.numpy()
+        if data is not None:
+            self._from_data(data, dtype, shape)
+        else:
+            self.dtype = T.float32 if dtype is Any else T.value_type(dtype)
+            self._set_layout(_shape_tuple(shape), strides)
+            if ptr is not None:
+                self.ptr = int(ptr)
+            else:
+                self._allocate()
+                self.zero_()
+        self.requires_grad = requires_grad
+        if grad is not None:
+            self._grad = grad
+
+    # ---- construction ------------------------------------------------------------------------
+
+    def _from_data(self, data, dtype, shape):
+        if dtype is Any:
+            src = np.asarray(data)
+            self.dtype = _infer_dtype(src.dtype if src.dtype != np.float64 or isinstance(data, np.ndarray)
+                                      else np.float32)
+        else:
+            self.dtype = T.value_type(dtype)
+        inner = getattr(self.dtype, "_wp_shape_", ())
+        src = np.ascontiguousarray(np.asarray(data, dtype=T.scalar_of(self.dtype)._np_))
+        if inner:
+            n_inner = int(np.prod(inner))
+            if src.size % n_inner:
+                raise ValueError(f"data of shape {src.shape} cannot be viewed as {T.type_name(self.dtype)} elements")
+            outer = src.shape[: src.ndim - len(inner)] if src.shape[src.ndim - len(inner):] == inner else (
+                src.size // n_inner,)
+        else:
+            outer = src.shape if src.ndim else (1,)
+        self._set_layout(_shape_tuple(shape if shape is not None else outer), None)
+        if int(np.prod(self.shape)) * int(np.prod(inner or (1,))) != src.size:
+            raise ValueError(f"data of size {src.size} does not fit shape {self.shape} of {T.type_name(self.dtype)}")
+        self._allocate()
+        self.device.backend.copy_htod(self.ptr, src.ctypes.data, src.nbytes)
+
+    def _set_layout(self, shape, strides):
+        self.shape = shape
+        self.ndim = len(shape)
+        item = T.type_size(self.dtype)
+        if strides is None:
+            strides, acc = [], item
+            for s in reversed(shape):
+                strides.insert(0, acc)
+                acc *= s
+        self.strides = tuple(int(s) for s in strides)
+
+    def _allocate(self):
+        self._owner = _Allocation(self.device.backend, self.capacity)
+        self.ptr = self._owner.ptr
+
+    # ---- properties ----------------------------------------------------------------------------
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape))
+
+    @property
+    def capacity(self) -> int:
+        return self.size * T.type_size(self.dtype)
+
+    @property
+    def is_contiguous(self) -> bool:
+        return self.strides == array._contiguous_strides(self.shape, T.type_size(self.dtype))
+
+    @staticmethod
+    def _contiguous_strides(shape, item):
+        out, acc = [], item
+        for s in reversed(shape):
+            out.insert(0, acc)
+            acc *= s
+        return tuple(out)
+
+    @property
+    def grad(self):
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        self._grad = value
+        self._desc = None
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool):
+        if value and self._grad is None:
+            self._grad = zeros(self.shape, dtype=self.dtype, device=self.device)
+        self._requires_grad = bool(value)
+        self._desc = None
+
+    def __tw_annotation__(self):
+        return T.ArrayType(T.value_type(self.dtype if self.dtype is not Any else T.float32), self.ndim)
+
+    def __ctype__(self):
+        """The ``tw::array_t`` descriptor (cached; rebuilt when the grad changes)."""
+        if self._desc is None:
+            d = T.array_descriptor(self.ndim)()
+            d.data = self.ptr
+            d.grad = self._grad.ptr if self._grad is not None else 0
+            d.shape[:] = self.shape
+            d.strides[:] = self.strides
+            self._desc = d
+        return self._desc
+
+    def __len__(self):
+        return self.shape[0]
+
+    def __repr__(self):
+        if self.shape is None:
+            return f"array(dtype={T.type_name(self.dtype)}, ndim={self.ndim})"
+        return f"array({self.numpy()!r}, dtype={T.type_name(self.dtype)}, device='{self.device}')"
+
+    # ---- host access ---------------------------------------------------------------------------
+
+    def _np_dtype(self):
+        return T.scalar_of(self.dtype)._np_
+
+    def _full_shape(self):
+        return self.shape + getattr(self.dtype, "_wp_shape_", ())
+
+    def _full_strides(self):
+        inner = getattr(self.dtype, "_wp_shape_", ())
+        item = self._np_dtype().itemsize
+        return self.strides + array._contiguous_strides(inner, item)
+
+    def _span(self) -> int:
+        """Bytes from ptr to one past the last element (for copying strided arrays whole)."""
+        if self.size == 0:
+            return 0
+        return sum((s - 1) * st for s, st in zip(self.shape, self.strides)) + T.type_size(self.dtype)
+
+    def numpy(self) -> np.ndarray:
+        """A numpy view sharing memory (CPU) or a host copy (CUDA; waits for pending work)."""
+        if self.device.is_cpu:
+            return np.asarray(_HostView(self))
+        host = np.empty(max(self._span(), 1), dtype=np.uint8)
+        if self._span():
+            self.device.backend.copy_dtoh(host.ctypes.data, self.ptr, self._span())
+        return np.lib.stride_tricks.as_strided(host.view(self._np_dtype()), self._full_shape(),
+                                               self._full_strides()).copy()
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.numpy()
+        return a.astype(dtype) if dtype is not None else a
+
+    def list(self):
+        values = self.numpy().reshape(self.size, -1) if getattr(self.dtype, "_wp_shape_", ()) else self.numpy()
+        if T.is_composite(self.dtype):
+            return [self.dtype(*row) for row in values]
+        return values.reshape(-1).tolist()
+
+    def assign(self, src):
+        """Copy values (numpy data, a list or another array) into this array."""
+        if isinstance(src, array):
+            copy(self, src)
+            return
+        values = np.broadcast_to(np.asarray(src, dtype=self._np_dtype()), self._full_shape())
+        self._write_host(np.ascontiguousarray(values))
+
+    def _write_host(self, values: np.ndarray):
+        if self.is_contiguous:
+            self.device.backend.copy_htod(self.ptr, values.ctypes.data, values.nbytes)
+        elif self.device.is_cpu:
+            self.numpy()[...] = values
+        else:  # strided device memory: read-modify-write the span it covers
+            host = np.empty(self._span(), dtype=np.uint8)
+            self.device.backend.copy_dtoh(host.ctypes.data, self.ptr, self._span())
+            np.lib.stride_tricks.as_strided(host.view(self._np_dtype()), self._full_shape(),
+                                            self._full_strides())[...] = values
+            self.device.backend.copy_htod(self.ptr, host.ctypes.data, self._span())
+
+    def fill_(self, value):
+        """Set every element to ``value`` (a scalar, or a vector/matrix for composite arrays)."""
+        if self.size == 0:
+            return
+        v = np.asarray(value.numpy() if hasattr(value, "numpy") else value, dtype=self._np_dtype())
+        if not v.any() and self.is_contiguous:
+            self.device.backend.memset(self.ptr, 0, self.capacity)
+            return
+        self._write_host(np.ascontiguousarray(np.broadcast_to(v, self._full_shape())))
+
+    def zero_(self):
+        self.fill_(0)
+
+    def to(self, device):
+        device = get_device(device)
+        return self if device == self.device else clone(self, device=device)
+
+    # ---- views -------------------------------------------------------------------------------
+
+    def __getitem__(self, key):
+        key = key if isinstance(key, tuple) else (key,)
+        if len(key) > self.ndim:
+            raise IndexError(f"{len(key)} indices for a {self.ndim}-d array")
+        ptr, shape, strides = self.ptr, [], []
+        for dim, k in enumerate(key + (slice(None),) * (self.ndim - len(key))):
+            n, st = self.shape[dim], self.strides[dim]
+            if isinstance(k, slice):
+                start, stop, step = k.indices(n)
+                ptr += start * st
+                shape.append(len(range(start, stop, step)))
+                strides.append(st * step)
+            else:
+                k = int(k) + (n if int(k) < 0 else 0)
+                if not 0 <= k < n:
+                    raise IndexError(f"index {k} out of range for dimension {dim} of size {n}")
+                ptr += k * st
+        if not shape:
+            return self.numpy()[key]
+        view = array(ptr=ptr, dtype=self.dtype, shape=tuple(shape), strides=tuple(strides), device=self.device)
+        view._owner = self._owner or self
+        if self._grad is not None:
+            view._grad = self._grad[key]
+        return view
+
+
+def _strided_copy(dst: array, src: array):
+    """Elementwise copy between arrays of one shape and dtype, any strides, same or other device."""
+    if dst.is_contiguous and src.is_contiguous:
+        n = src.capacity
+        if dst.device.is_cpu and src.device.is_cpu:
+            dst.device.backend.copy_dtod(dst.ptr, src.ptr, n)
+        elif src.device.is_cpu:
+            dst.device.backend.copy_htod(dst.ptr, src.ptr, n)
+        elif dst.device.is_cpu:
+            src.device.backend.copy_dtoh(dst.ptr, src.ptr, n)
+        elif dst.device == src.device:
+            dst.device.backend.copy_dtod(dst.ptr, src.ptr, n)
+        else:
+            dst.assign(src.numpy())
+        return
+    dst._write_host(np.ascontiguousarray(src.numpy()))
+
+
+class _HostView:
+    """Exposes CPU array memory to numpy; numpy keeps this (and so the array) alive as ``base``."""
+
+    def __init__(self, arr: array):
+        self.owner = arr
+        self.__array_interface__ = {
+            "version": 3, "shape": arr._full_shape(), "typestr": arr._np_dtype().str,
+            "data": (arr.ptr if arr.size else 0, False), "strides": arr._full_strides()}
+
+
+# ---- creation functions (Warp's names and defaults) ------------------------------------------------
+
+
+def empty(shape=None, dtype=float, device=None, requires_grad=False, pinned=False, **kwargs) -> array:
+    return array(shape=shape if shape is not None else 0, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def zeros(shape=None, dtype=float, device=None, requires_grad=False, pinned=False, **kwargs) -> array:
+    return empty(shape, dtype, device, requires_grad)  # new allocations are zeroed
+
+
+def full(shape=None, value=0, dtype=Any, device=None, requires_grad=False, pinned=False, **kwargs) -> array:
+    if dtype is Any:
+        dtype = type(value) if T.is_composite(type(value)) else (
+            T.bool_ if isinstance(value, bool) else T.int32 if isinstance(value, int) else T.float32)
+    a = empty(shape, dtype, device, requires_grad)
+    a.fill_(value)
+    return a
+
+
+def ones(shape=None, dtype=float, device=None, requires_grad=False, pinned=False, **kwargs) -> array:
+    return full(shape, 1, dtype, device, requires_grad)
+
+
+def _like(src: array, device, requires_grad):
+    return dict(shape=src.shape, dtype=src.dtype, device=device if device is not None else src.device,
+                requires_grad=src.requires_grad if requires_grad is None else requires_grad)
+
+
+def empty_like(src: array, device=None, requires_grad=None) -> array:
+    return empty(**_like(src, device, requires_grad))
+
+
+def zeros_like(src: array, device=None, requires_grad=None) -> array:
+    return zeros(**_like(src, device, requires_grad))
+
+
+def ones_like(src: array, device=None, requires_grad=None) -> array:
+    return ones(**_like(src, device, requires_grad))
+
+
+def full_like(src: array, value, device=None, requires_grad=None) -> array:
+    return full(value=value, **_like(src, device, requires_grad))
+
+
+def clone(src: array, device=None, requires_grad=None, pinned=False) -> array:
+    dst = empty_like(src, device, requires_grad)
+    _strided_copy(dst, src)
+    return dst
+
+
+def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0) -> None:
+    """Copy ``count`` elements (all when 0) between arrays, across devices if needed."""
+    if dest.dtype != src.dtype:
+        raise LaunchError(f"copy between arrays of {T.type_name(src.dtype)} and {T.type_name(dest.dtype)}")
+    if dest_offset or src_offset or count:
+        if not (dest.is_contiguous and src.is_contiguous):
+            raise LaunchError("copy with offsets needs contiguous arrays")
+        count = count or min(src.size - src_offset, dest.size - dest_offset)
+        if count < 0 or src_offset + count > src.size or dest_offset + count > dest.size:
+            raise LaunchError(f"copy of {count} elements out of bounds (src size {src.size}, dest size {dest.size})")
+        flat = lambda a, off: array(ptr=a.ptr + off * T.type_size(a.dtype), dtype=a.dtype, shape=count,  # noqa
+                                    device=a.device)
+        _strided_copy(flat(dest, dest_offset), flat(src, src_offset))
+        return
+    if dest.size != src.size:
+        raise LaunchError(f"copy between arrays of {src.size} and {dest.size} elements")
+    if dest.shape != src.shape:
+        dest = array(ptr=dest.ptr, dtype=dest.dtype, shape=src.shape, device=dest.device) if dest.is_contiguous \
+            else dest
+    _strided_copy(dest, src)
+
+
+def from_numpy(arr, dtype=None, shape=None, device=None, requires_grad=False) -> array:
+    return array(arr, dtype=dtype if dtype is not None else Any, shape=shape, device=device,
+                 requires_grad=requires_grad)
+
+
+def _annotation(ndim):
+    def make(dtype=Any, **kwargs):
+        return array(dtype=dtype, ndim=ndim, **kwargs)
+
+    make.__name__ = f"array{ndim}d"
+    return make
+
+
+array1d, array2d, array3d, array4d = (_annotation(n) for n in (1, 2, 3, 4))

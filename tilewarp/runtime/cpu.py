@@ -1,0 +1,136 @@
+"""The CPU backend: host memory, dlopen'ed kernel libraries, launches through the native thread pool.
+
+Memory is plain process memory, so "device" pointers are host pointers and every copy is a memmove.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from tilewarp.errors import TileWarpError
+
+ALIGNMENT = 64
+#: Launches of at most this many tasks run inline on the caller (no thread wake-up). Waking the pool
+#: costs ~2-10 us, about the time 2-4k trivial tasks take; above this the work is split over threads.
+MIN_PARALLEL_TASKS = 4096
+
+_runtime_lock = threading.Lock()
+_runtime: ctypes.CDLL | None = None
+
+
+def _cache_dir() -> str:
+    # TODO: tilewarp.compile.cache.cache_dir() owns this once it exists; same rule meanwhile.
+    try:
+        from tilewarp.compile.cache import cache_dir
+        return str(cache_dir())
+    except ImportError:
+        from tilewarp import config
+        return (config.kernel_cache_dir or os.environ.get("TILEWARP_CACHE_DIR")
+                or str(Path.home() / ".cache" / "tilewarp"))
+
+
+def runtime_library() -> ctypes.CDLL:
+    """The native thread pool (libtilewarp_cpu), built into the cache on first use, loaded once."""
+    global _runtime
+    if _runtime is None:
+        with _runtime_lock:
+            if _runtime is None:
+                from tilewarp.compile.host import build_runtime
+                lib = ctypes.CDLL(build_runtime(_cache_dir()))
+                i64, vp = ctypes.c_int64, ctypes.c_void_p
+                lib.tw_cpu_launch_ex.argtypes = [vp, vp, i64, i64, i64]
+                lib.tw_cpu_launch_ex.restype = None
+                lib.tw_cpu_launch.argtypes = [vp, vp, i64, i64]
+                lib.tw_cpu_launch.restype = None
+                lib.tw_cpu_partition.argtypes = [i64, i64, i64, ctypes.POINTER(i64), i64]
+                lib.tw_cpu_partition.restype = i64
+                lib.tw_cpu_num_threads.argtypes = []
+                lib.tw_cpu_num_threads.restype = ctypes.c_int
+                lib.tw_cpu_set_num_threads.argtypes = [ctypes.c_int]
+                lib.tw_cpu_set_num_threads.restype = None
+                _runtime = lib
+    return _runtime
+
+
+class CpuModule:
+    """One dlopen'ed kernel library. ctypes never dlcloses, so handles stay valid for the process."""
+
+    def __init__(self, path):
+        self.path = str(path)
+        self.lib = ctypes.CDLL(self.path)
+
+    def function(self, symbol: str) -> int:
+        """Address of the C symbol `symbol` (an entry ``void(const void*, int64_t, int64_t)``)."""
+        try:
+            fn = getattr(self.lib, symbol)
+        except AttributeError:
+            raise TileWarpError(f"symbol {symbol!r} not found in {self.path}") from None
+        return ctypes.cast(fn, ctypes.c_void_p).value
+
+
+class CpuBackend:
+    name = "cpu"
+
+    def __init__(self):
+        self._buffers: dict[int, np.ndarray] = {}  # ptr -> owning buffer (keeps memory alive)
+        self._launch = None
+        self.min_parallel_tasks = MIN_PARALLEL_TASKS
+
+    # ---- memory ----
+    def alloc(self, nbytes: int) -> int:
+        """A 64-byte aligned block of `nbytes` (uninitialised); never returns 0, even for 0 bytes."""
+        buf = np.empty(max(int(nbytes), 1) + ALIGNMENT, dtype=np.uint8)
+        base = buf.ctypes.data
+        ptr = base + (-base) % ALIGNMENT
+        self._buffers[ptr] = buf
+        return ptr
+
+    def free(self, ptr: int) -> None:
+        if ptr and self._buffers.pop(ptr, None) is None:
+            raise TileWarpError(f"free of unknown CPU pointer 0x{ptr:x}")
+
+    def memset(self, ptr: int, byte: int, nbytes: int) -> None:
+        if nbytes:
+            ctypes.memset(ptr, byte, nbytes)
+
+    def copy_htod(self, dst: int, src: int, n: int) -> None:
+        if n:
+            ctypes.memmove(dst, src, n)
+
+    copy_dtoh = copy_htod
+    copy_dtod = copy_htod
+
+    def synchronize(self) -> None:
+        """Launches are synchronous on the CPU."""
+
+    # ---- code ----
+    def load_module(self, path) -> CpuModule:
+        return CpuModule(path)
+
+    def launch(self, handle: int, args_ptr: int, n_tasks: int, block_dim: int = 1) -> None:
+        """Run entry `handle` over tasks [0, n_tasks); chunk borders fall on multiples of block_dim."""
+        launch = self._launch
+        if launch is None:
+            launch = self._launch = runtime_library().tw_cpu_launch_ex
+        if n_tasks > 0:
+            launch(handle, args_ptr, n_tasks, self.min_parallel_tasks, block_dim)
+
+    # ---- thread pool ----
+    @property
+    def num_threads(self) -> int:
+        return runtime_library().tw_cpu_num_threads()
+
+    def set_num_threads(self, n: int) -> None:
+        """Resize the pool (n <= 0: back to $TILEWARP_NUM_THREADS or the core count)."""
+        runtime_library().tw_cpu_set_num_threads(int(n))
+
+    def partition(self, n_tasks: int, block_dim: int = 1) -> list[int]:
+        """Chunk borders a launch of n_tasks uses now: chunk k is tasks [b[k], b[k+1])."""
+        cap = 1025
+        bounds = (ctypes.c_int64 * cap)()
+        k = runtime_library().tw_cpu_partition(n_tasks, self.min_parallel_tasks, block_dim, bounds, cap)
+        return list(bounds[: k + 1]) if k else [0]

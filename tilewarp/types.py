@@ -1,0 +1,359 @@
+"""Kernel value types: scalars, vectors, matrices and array annotations.
+
+Types are Python classes (as in Warp), so ``wp.vec3(1, 2, 3)`` builds a host value and the class
+itself is the type the compiler reasons about. Every type knows its C++ spelling, its ctypes
+layout (shared by the CPU and CUDA argument packer) and its numpy dtype.
+"""
+from __future__ import annotations
+
+import builtins
+import ctypes
+from dataclasses import dataclass
+
+import numpy as np
+
+
+# ----------------------------------------------------------------------------------------------
+# scalars
+
+
+class Scalar:
+    """Base of the scalar type classes. An instance is a host-side boxed value."""
+
+    _type_: type  # ctypes type
+    _np_: np.dtype
+    _cpp_: str
+    _kind_: str  # "bool" | "int" | "uint" | "float"
+    _size_: int
+
+    def __init__(self, x=0):
+        self.value = self._np_.type(x).item() if self._kind_ != "float" or self._size_ != 2 else float(
+            np.float16(x))
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.value!r})"
+
+    def __float__(self):
+        return float(self.value)
+
+    def __int__(self):
+        return int(self.value)
+
+    def __bool__(self):
+        return bool(self.value)
+
+    def __eq__(self, other):
+        return self.value == (other.value if isinstance(other, Scalar) else other)
+
+    def __hash__(self):
+        return hash(self.value)
+
+
+def _scalar(name: str, ctype, npdtype: str, cpp: str, kind: str) -> type:
+    cls = type(name, (Scalar,), {})
+    cls._type_, cls._np_, cls._cpp_, cls._kind_ = ctype, np.dtype(npdtype), cpp, kind
+    cls._size_ = np.dtype(npdtype).itemsize
+    return cls
+
+
+bool_ = _scalar("bool", ctypes.c_bool, "bool", "bool", "bool")
+int8 = _scalar("int8", ctypes.c_int8, "int8", "int8_t", "int")
+int16 = _scalar("int16", ctypes.c_int16, "int16", "int16_t", "int")
+int32 = _scalar("int32", ctypes.c_int32, "int32", "int32_t", "int")
+int64 = _scalar("int64", ctypes.c_int64, "int64", "int64_t", "int")
+uint8 = _scalar("uint8", ctypes.c_uint8, "uint8", "uint8_t", "uint")
+uint16 = _scalar("uint16", ctypes.c_uint16, "uint16", "uint16_t", "uint")
+uint32 = _scalar("uint32", ctypes.c_uint32, "uint32", "uint32_t", "uint")
+uint64 = _scalar("uint64", ctypes.c_uint64, "uint64", "uint64_t", "uint")
+float16 = _scalar("float16", ctypes.c_uint16, "float16", "tw::half", "float")
+float32 = _scalar("float32", ctypes.c_float, "float32", "float", "float")
+float64 = _scalar("float64", ctypes.c_double, "float64", "double", "float")
+
+half = float16
+scalar_types = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64)
+int_types = tuple(t for t in scalar_types if t._kind_ in ("int", "uint"))
+float_types = (float16, float32, float64)
+
+#: Python annotations that stand for a kernel type (``x: float`` means float32, as in Warp).
+python_scalar_aliases = {builtins.float: float32, builtins.int: int32, builtins.bool: bool_}
+
+
+# ----------------------------------------------------------------------------------------------
+# vectors and matrices (ctypes arrays, so a host value packs straight into a kernel argument)
+
+
+class _Composite(ctypes.Array):
+    _length_ = 0
+    _type_ = ctypes.c_float
+
+    def __init__(self, *args):
+        n = self._length_
+        if len(args) == 1 and n != 1 and not isinstance(args[0], (int, float, np.number, Scalar)):
+            args = tuple(np.asarray(args[0], dtype=self._wp_scalar_type_._np_).reshape(-1))
+        if len(args) == 1 and n != 1:
+            args = args * n
+        if len(args) not in (0, n):
+            raise TypeError(f"{type(self).__name__} takes 0, 1 or {n} values, got {len(args)}")
+        super().__init__()
+        for i, a in enumerate(args):
+            self[i] = a
+
+    def __setitem__(self, i, value):
+        if self._wp_scalar_type_ is float16:
+            value = int(np.float16(value).view(np.uint16))
+        elif self._wp_scalar_type_._kind_ == "float":
+            value = float(value)
+        else:
+            value = int(value)
+        super().__setitem__(i, value)
+
+    def _values(self):
+        raw = [super(_Composite, self).__getitem__(i) for i in range(self._length_)]
+        if self._wp_scalar_type_ is float16:
+            raw = [float(np.uint16(r).view(np.float16)) for r in raw]
+        return raw
+
+    def numpy(self):
+        return np.array(self._values(), dtype=self._wp_scalar_type_._np_).reshape(self._wp_shape_)
+
+    def __eq__(self, other):
+        return np.array_equal(self.numpy(), np.asarray(other))
+
+    __hash__ = None
+
+    def __len__(self):
+        return self._wp_shape_[0]
+
+
+class VectorBase(_Composite):
+    def __getitem__(self, i):
+        return self._values()[i]
+
+    def __repr__(self):
+        return f"[{', '.join(repr(v) for v in self._values())}]"
+
+    def __getattr__(self, name):
+        idx = "xyzw".find(name)
+        if len(name) == 1 and 0 <= idx < self._length_:
+            return self[idx]
+        raise AttributeError(name)
+
+    def _binary(self, other, op):
+        return type(self)(*op(self.numpy(), np.asarray(other, dtype=self._wp_scalar_type_._np_)))
+
+    def __add__(self, o):
+        return self._binary(o, np.add)
+
+    def __sub__(self, o):
+        return self._binary(o, np.subtract)
+
+    def __mul__(self, o):
+        return self._binary(o, np.multiply)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, o):
+        return self._binary(o, np.divide)
+
+    def __neg__(self):
+        return type(self)(*(-self.numpy()))
+
+
+class MatrixBase(_Composite):
+    def __getitem__(self, key):
+        m = self.numpy()
+        if isinstance(key, tuple):
+            return m[key].item()
+        return vector(self._wp_shape_[1], self._wp_scalar_type_)(*m[key])
+
+    def __repr__(self):
+        return repr(self.numpy().tolist())
+
+
+_composite_cache: dict = {}
+
+
+def vector(length: int, dtype=float32) -> type:
+    """The vector type of ``length`` components of scalar ``dtype`` (cached: same args, same class)."""
+    dtype = scalar_type(dtype)
+    key = ("vec", length, dtype)
+    if key not in _composite_cache:
+        name = f"vec{length}{_suffix(dtype)}"
+        _composite_cache[key] = type(name, (VectorBase,), {
+            "_length_": length, "_type_": dtype._type_, "_wp_scalar_type_": dtype,
+            "_wp_shape_": (length,), "_cpp_": f"tw::vec_t<{length}, {dtype._cpp_}>"})
+    return _composite_cache[key]
+
+
+def matrix(shape, dtype=float32) -> type:
+    """The matrix type of ``shape == (rows, cols)`` and scalar ``dtype``."""
+    rows, cols = shape
+    dtype = scalar_type(dtype)
+    key = ("mat", rows, cols, dtype)
+    if key not in _composite_cache:
+        name = f"mat{rows}{cols}{_suffix(dtype)}"
+        _composite_cache[key] = type(name, (MatrixBase,), {
+            "_length_": rows * cols, "_type_": dtype._type_, "_wp_scalar_type_": dtype,
+            "_wp_shape_": (rows, cols), "_cpp_": f"tw::mat_t<{rows}, {cols}, {dtype._cpp_}>"})
+    return _composite_cache[key]
+
+
+def _suffix(dtype) -> str:
+    return {float32: "", float64: "d", float16: "h", int32: "i", int64: "l", uint32: "ui",
+            int8: "b", uint8: "ub", int16: "s", uint16: "us", uint64: "ul", bool_: "bool"}[dtype]
+
+
+
+
+# ----------------------------------------------------------------------------------------------
+# arrays (the annotation side; runtime/array.py holds the data side)
+
+
+@dataclass(frozen=True)
+class ArrayType:
+    """``array(dtype=T, ndim=D)`` as a kernel parameter or value type."""
+
+    dtype: type
+    ndim: int = 1
+
+    @property
+    def _cpp_(self) -> str:
+        return f"tw::array_t<{self.dtype._cpp_}, {self.ndim}>"
+
+    def __repr__(self):
+        return f"array(dtype={type_name(self.dtype)}, ndim={self.ndim})"
+
+
+@dataclass(frozen=True)
+class TupleType:
+    """Several values at once: ``wp.tid()`` in a multi-dimensional launch, multiple returns."""
+
+    types: tuple
+
+    def __repr__(self):
+        return f"tuple({', '.join(type_name(t) for t in self.types)})"
+
+
+# ----------------------------------------------------------------------------------------------
+# queries used by every stage
+
+
+def is_scalar(t) -> bool:
+    return isinstance(t, type) and issubclass(t, Scalar)
+
+
+def is_float(t) -> bool:
+    return is_scalar(t) and t._kind_ == "float"
+
+
+def is_int(t) -> bool:
+    return is_scalar(t) and t._kind_ in ("int", "uint")
+
+
+def is_vector(t) -> bool:
+    return isinstance(t, type) and issubclass(t, VectorBase)
+
+
+def is_matrix(t) -> bool:
+    return isinstance(t, type) and issubclass(t, MatrixBase)
+
+
+def is_composite(t) -> bool:
+    return is_vector(t) or is_matrix(t)
+
+
+def is_array(t) -> bool:
+    return isinstance(t, ArrayType)
+
+
+def scalar_of(t):
+    """The scalar type of a scalar, vector or matrix type."""
+    return t._wp_scalar_type_ if is_composite(t) else t
+
+
+def scalar_type(t):
+    """Normalise a Python/numpy/tilewarp scalar spelling to a tilewarp scalar type."""
+    if is_scalar(t):
+        return t
+    if t in python_scalar_aliases:
+        return python_scalar_aliases[t]
+    try:
+        dt = np.dtype(t)
+    except TypeError:
+        raise TypeError(f"not a scalar type: {t!r}") from None
+    for s in scalar_types:
+        if s._np_ == dt:
+            return s
+    raise TypeError(f"unsupported scalar type: {t!r}")
+
+
+def value_type(t):
+    """Normalise an annotation (``float``, ``wp.vec3``, ``wp.array(...)``) to a kernel type."""
+    if t in python_scalar_aliases:
+        return python_scalar_aliases[t]
+    if is_scalar(t) or is_composite(t) or isinstance(t, (ArrayType, TupleType)):
+        return t
+    as_annotation = getattr(t, "__tw_annotation__", None)
+    if as_annotation is not None:
+        return as_annotation()
+    raise TypeError(f"unsupported kernel type annotation: {t!r}")
+
+
+def type_size(t) -> int:
+    return ctypes.sizeof(ctype_of(t))
+
+
+def ctype_of(t):
+    """The ctypes layout of a kernel value of type ``t`` (same as its C++ layout)."""
+    if is_scalar(t):
+        return t._type_
+    if is_composite(t):
+        return t
+    if is_array(t):
+        return array_descriptor(t.ndim)
+    raise TypeError(f"no ctypes layout for {t!r}")
+
+
+def numpy_dtype(t) -> np.dtype:
+    """The numpy dtype of one element of type ``t`` (vectors and matrices as subarrays)."""
+    if is_scalar(t):
+        return t._np_
+    return np.dtype((t._wp_scalar_type_._np_, t._wp_shape_))
+
+
+def type_name(t) -> str:
+    return t.__name__ if isinstance(t, type) else repr(t)
+
+
+_descriptors: dict = {}
+
+
+def array_descriptor(ndim: int):
+    """ctypes twin of ``tw::array_t<T, ndim>``: data, grad, shape (int32), strides (int64 bytes)."""
+    if ndim not in _descriptors:
+        _descriptors[ndim] = type(f"array_desc{ndim}", (ctypes.Structure,), {"_fields_": [
+            ("data", ctypes.c_uint64), ("grad", ctypes.c_uint64),
+            ("shape", ctypes.c_int32 * ndim), ("strides", ctypes.c_int64 * ndim)]})
+    return _descriptors[ndim]
+
+
+class LaunchBounds(ctypes.Structure):
+    """ctypes twin of ``tw::launch_bounds_t``."""
+
+    _fields_ = [("shape", ctypes.c_int32 * 4), ("ndim", ctypes.c_int32), ("size", ctypes.c_int64)]
+
+
+def constant(x):
+    """Mark a module-level value as a compile-time constant (Warp's ``wp.constant``)."""
+    if not isinstance(x, (builtins.bool, builtins.int, builtins.float, Scalar, _Composite)):
+        raise TypeError(f"wp.constant() takes a number, bool, vector or matrix, got {type(x).__name__}")
+    return x
+
+
+# Warp's aliases
+vec2, vec3, vec4 = (vector(n, float32) for n in (2, 3, 4))
+vec2d, vec3d, vec4d = (vector(n, float64) for n in (2, 3, 4))
+vec2h, vec3h, vec4h = (vector(n, float16) for n in (2, 3, 4))
+vec2i, vec3i, vec4i = (vector(n, int32) for n in (2, 3, 4))
+mat22, mat33, mat44 = (matrix((n, n), float32) for n in (2, 3, 4))
+mat22d, mat33d, mat44d = (matrix((n, n), float64) for n in (2, 3, 4))
