@@ -48,9 +48,38 @@ def _identity(cxx: str) -> tuple[str, bool]:
     return f"{Path(name).name}-{digest[:32]}", is_gcc
 
 
+def _machine_fingerprint(cxx: str) -> str:
+    """Cheap stand-in for the slow probe: compiler file identity plus this CPU's model and flags."""
+    st = os.stat(cxx) if os.path.exists(cxx) else None
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = "".join(line for line in f if line.startswith(("model name", "flags")))
+    except OSError:
+        cpu = os.uname().machine
+    parts = [os.path.realpath(cxx), str(st and (st.st_mtime_ns, st.st_size)), cpu]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:24]
+
+
+@functools.lru_cache(maxsize=None)
+def _identity_memo(cxx: str) -> tuple[str, bool]:
+    """``_identity`` remembered on disk: probing the compiler costs ~30 ms of subprocesses per process."""
+    import json
+
+    from .cache import atomic_write, cache_dir
+
+    memo = cache_dir() / "host" / f"identity-{_machine_fingerprint(cxx)}.json"
+    try:
+        ident, is_gcc = json.loads(memo.read_text())
+        return str(ident), bool(is_gcc)
+    except (OSError, ValueError, TypeError):
+        result = _identity(cxx)
+        atomic_write(memo, json.dumps(list(result)).encode())
+        return result
+
+
 def target_identity() -> str:
     """Hash of the compiler's ``--version`` and the CPU features ``-march=native`` expands to."""
-    return _identity(compiler())[0]
+    return _identity_memo(compiler())[0]
 
 
 def _run(cmd: list[str]) -> subprocess.CompletedProcess:
@@ -109,7 +138,7 @@ def precompiled_header(pch_dir, flags: list[str], cxx: str) -> str | None:
     the PCH; a source that doesn't start with it silently uses the plain header instead.
     """
     header = NATIVE_DIR / PCH_HEADER
-    if not header.is_file() or not _identity(cxx)[1]:  # clang's PCH rules differ: skip it
+    if not header.is_file() or not _identity_memo(cxx)[1]:  # clang's PCH rules differ: skip it
         return None
     key_src = "\0".join([target_identity(), cxx, _header_hash(), *flags])
     key = hashlib.sha256(key_src.encode()).hexdigest()[:20]

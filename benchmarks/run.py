@@ -1,0 +1,214 @@
+"""Side-by-side benchmarks: the same kernels through tilewarp and warp-lang, with ratios.
+
+Timing: host clock around N launches followed by synchronize, median of repeats, warm-up
+excluded (the method of ../shared/bench/anchors.py). Usage:
+    python -m benchmarks [--device cpu|cuda:0] [--quick] [--only integrate,launch,compile]
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+import numpy as np
+
+INTEGRATE = textwrap.dedent('''
+    @wp.kernel
+    def integrate(x: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3), f: wp.array(dtype=wp.vec3),
+                  inv_m: wp.array(dtype=float), dt: float):
+        i = wp.tid()
+        vn = v[i] + (f[i] * inv_m[i] + wp.vec3(0.0, -9.8, 0.0)) * dt
+        v[i] = vn
+        x[i] = x[i] + vn * dt
+
+    @wp.func
+    def accel(v: wp.vec3, damping: float):
+        return wp.vec3(0.0, -9.8, 0.0) - damping * v
+
+    @wp.kernel
+    def bounce(x: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3), dt: float, n_sub: int):
+        i = wp.tid()
+        xi = x[i]
+        vi = v[i]
+        for s in range(n_sub):
+            vi = vi + accel(vi, 0.1) * dt
+            xi = xi + vi * dt
+            if xi[1] < 0.0:
+                xi = wp.vec3(xi[0], 0.0, xi[2])
+                vi = wp.vec3(vi[0], -0.5 * vi[1], vi[2])
+        x[i] = xi
+        v[i] = vi
+
+    @wp.kernel
+    def noop(a: wp.array(dtype=float)):
+        i = wp.tid()
+''')
+
+
+def load(module_name: str, cache: str):
+    """Import ``module_name`` as wp and define the benchmark kernels in a real file (for getsource)."""
+    os.environ["TILEWARP_CACHE_DIR"] = os.environ["WARP_CACHE_PATH"] = cache
+    wp = importlib.import_module(module_name)
+    wp.config.quiet = True
+    if module_name == "warp":
+        wp.config.kernel_cache_dir = cache
+        wp.init()
+    path = os.path.join(cache, f"bench_kernels_{module_name}.py")
+    with open(path, "w") as f:
+        f.write(f"import {module_name} as wp\n" + INTEGRATE)
+    spec = importlib.util.spec_from_file_location(f"bench_kernels_{module_name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return wp, mod
+
+
+def timeit(wp, fn, iters, repeats=7):
+    fn()
+    wp.synchronize()
+    times = []
+    for _ in range(repeats):
+        wp.synchronize()
+        t = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        wp.synchronize()
+        times.append((time.perf_counter() - t) / iters)
+    return statistics.median(times)
+
+
+def bench_integrate(wp, k, device, n, on_gpu):
+    rng = np.random.default_rng(0)
+    x, v, f = (wp.array(rng.random((n, 3), dtype=np.float32), dtype=wp.vec3, device=device) for _ in range(3))
+    im = wp.array(rng.random(n, dtype=np.float32) + 0.5, dtype=float, device=device)
+    s = timeit(wp, lambda: wp.launch(k.integrate, dim=n, inputs=[x, v, f, im, 0.01], device=device),
+               20 if on_gpu else 10)
+    return s, n * 64  # bytes: read x, v, f (3 x 12), inv_m (4); write v, x (2 x 12)
+
+
+def bench_bounce(wp, k, device, n, on_gpu):
+    rng = np.random.default_rng(0)
+    x = wp.array(rng.random((n, 3), dtype=np.float32), dtype=wp.vec3, device=device)
+    v = wp.zeros(n, dtype=wp.vec3, device=device)
+    s = timeit(wp, lambda: wp.launch(k.bounce, dim=n, inputs=[x, v, 1e-3, 4], device=device), 20 if on_gpu else 10)
+    return s, n * 48
+
+
+def bench_launch(wp, k, device):
+    a = wp.zeros(1, dtype=float, device=device)
+    return timeit(wp, lambda: wp.launch(k.noop, dim=1, inputs=[a], device=device), 2000)
+
+
+COMPILE_SCRIPT = textwrap.dedent('''
+    import os, sys, time
+    t0 = time.perf_counter()
+    import {module} as wp
+    wp.config.quiet = True
+    if "{module}" == "warp":
+        wp.config.kernel_cache_dir = os.environ["WARP_CACHE_PATH"]
+        wp.init()
+    sys.path.insert(0, os.environ["BENCH_DIR"])
+    import bench_compile_{module} as k
+    t1 = time.perf_counter()
+    a = wp.zeros(16, dtype=wp.vec3, device="{device}")
+    b = wp.zeros(16, dtype=wp.vec3, device="{device}")
+    wp.launch(k.bounce, dim=16, inputs=[a, b, 0.01, 2], device="{device}")
+    wp.synchronize()
+    print(time.perf_counter() - t1)
+''')
+
+
+def bench_compile(module_name, device):
+    """Seconds for compile + first launch of a small SIMT module in a fresh process: (cold, warm)."""
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, f"bench_compile_{module_name}.py"), "w") as f:
+            f.write(f"import {module_name} as wp\n" + INTEGRATE)
+        env = dict(os.environ, TILEWARP_CACHE_DIR=d + "/cache", WARP_CACHE_PATH=d + "/cache", BENCH_DIR=d)
+        script = COMPILE_SCRIPT.format(module=module_name, device=device)
+        out = []
+        for _ in range(2):
+            r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+            if r.returncode:
+                raise RuntimeError(r.stderr[-2000:])
+            out.append(float(r.stdout.strip().splitlines()[-1]))
+        return tuple(out)
+
+
+def copy_ceiling(wp, device, nbytes):
+    """Device copy bandwidth in bytes/s (read + write counted), the memory-bound ceiling."""
+    n = nbytes // 4
+    a = wp.zeros(n, dtype=float, device=device)
+    b = wp.zeros(n, dtype=float, device=device)
+    s = timeit(wp, lambda: wp.copy(b, a), 20)
+    return 2 * n * 4 / s
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", default="integrate,bounce,launch,compile")
+    ap.add_argument("--modules", default="tilewarp,warp")
+    args = ap.parse_args()
+    only = set(args.only.split(","))
+    modules = args.modules.split(",")
+    results: dict = {m: {} for m in modules}
+    cache = tempfile.mkdtemp(prefix="twbench_")
+    device = None
+    for m in modules:
+        try:
+            wp, k = load(m, cache)
+        except ImportError as e:
+            print(f"{m}: not available ({e})")
+            continue
+        device = args.device or ("cuda:0" if wp.get_cuda_device_count() > 0 else "cpu")
+        on_gpu = device.startswith("cuda")
+        n = 1 << (18 if (args.quick or not on_gpu) else 24)
+        r = results[m]
+        if "integrate" in only:
+            r["integrate"] = bench_integrate(wp, k, device, n, on_gpu)
+            r["ceiling"] = copy_ceiling(wp, device, n * 32)
+        if "bounce" in only:
+            r["bounce"] = bench_bounce(wp, k, device, n, on_gpu)
+        if "launch" in only:
+            r["launch"] = bench_launch(wp, k, device)
+        if "compile" in only:
+            r["compile"] = bench_compile(m, device)
+    report(results, modules, device)
+
+
+def report(results, modules, device):
+    tw, ref = results.get("tilewarp", {}), results.get("warp", {})
+    print(f"\n## device {device}  (ratio = warp time / tilewarp time; > 1 means tilewarp is faster)")
+    print(f"{'benchmark':<34}{'tilewarp':>14}{'warp-lang':>14}{'ratio':>8}  note")
+
+    def line(name, a, b, unit="ms", scale=1e3, note=""):
+        fa = f"{a * scale:.4g} {unit}" if a is not None else "-"
+        fb = f"{b * scale:.4g} {unit}" if b is not None else "-"
+        ratio = f"{b / a:.2f}x" if a and b else "-"
+        print(f"{name:<34}{fa:>14}{fb:>14}{ratio:>8}  {note}")
+
+    for key, label in (("integrate", "SIMT integrate (anchors kernel)"), ("bounce", "SIMT bounce (issue kernel)")):
+        if key in tw or key in ref:
+            (a, nbytes) = tw.get(key, (None, 0))
+            (b, _) = ref.get(key, (None, 0))
+            note = ""
+            if a and "ceiling" in tw and key == "integrate":
+                gbs = nbytes / a / 1e9
+                note = f"{gbs:.1f} GB/s = {100 * nbytes / a / tw['ceiling']:.1f}% of copy {tw['ceiling'] / 1e9:.1f} GB/s"
+            line(label, a, b, note=note)
+    if "launch" in tw or "launch" in ref:
+        line("launch overhead (1-thread kernel)", tw.get("launch"), ref.get("launch"), "us", 1e6)
+    if "compile" in tw or "compile" in ref:
+        a, b = tw.get("compile", (None, None)), ref.get("compile", (None, None))
+        line("cold compile + first launch", a[0], b[0], "s", 1)
+        line("warm (cached) load + first launch", a[1], b[1], "s", 1)
+
+
+if __name__ == "__main__":
+    main()
