@@ -8,7 +8,7 @@ template <int R, int C, typename T> struct mat_t {
 
     TW_FUNC mat_t() {
         for (int i = 0; i < R; ++i)
-            for (int j = 0; j < C; ++j) c[i][j] = cast<T>(0);
+            for (int j = 0; j < C; ++j) c[i][j] = T();
     }
     template <typename S, detail::enable_if_t<detail::is_scalar<S>::value, int> = 0>
     TW_FUNC explicit mat_t(S s) {
@@ -34,7 +34,7 @@ template <int R, int C, typename T> struct mat_t {
 
 template <int N, typename T> TW_FUNC mat_t<N, N, T> identity() {
     mat_t<N, N, T> m;
-    for (int i = 0; i < N; ++i) m.c[i][i] = cast<T>(1);
+    for (int i = 0; i < N; ++i) m.c[i][i] = detail::one<T>();
     return m;
 }
 
@@ -144,7 +144,7 @@ template <int N, typename T> TW_FUNC T trace(const mat_t<N, N, T>& a) {
 }
 template <int R, int C, typename T>
 TW_FUNC T ddot(const mat_t<R, C, T>& a, const mat_t<R, C, T>& b) {  // sum of a_ij * b_ij
-    T s = cast<T>(0);
+    T s = detail::zero<T>();
     for (int i = 0; i < R; ++i)
         for (int j = 0; j < C; ++j) s = add(s, mul(a.c[i][j], b.c[i][j]));
     return s;
@@ -194,14 +194,14 @@ template <typename T> TW_FUNC T determinant(const mat_t<4, 4, T>& m) {
 // Inverse via the adjugate; a singular matrix gives the zero matrix (no NaNs/infs).
 template <typename T> TW_FUNC mat_t<2, 2, T> inverse(const mat_t<2, 2, T>& m) {
     T d = determinant(m);
-    if (d == cast<T>(0)) return mat_t<2, 2, T>();
-    T k = cast<T>(1) / d;
+    if (d == detail::zero<T>()) return mat_t<2, 2, T>();
+    T k = detail::one<T>() / d;
     return mat_t<2, 2, T>(m.c[1][1] * k, -m.c[0][1] * k, -m.c[1][0] * k, m.c[0][0] * k);
 }
 template <typename T> TW_FUNC mat_t<3, 3, T> inverse(const mat_t<3, 3, T>& m) {
     T d = determinant(m);
-    if (d == cast<T>(0)) return mat_t<3, 3, T>();
-    T k = cast<T>(1) / d;
+    if (d == detail::zero<T>()) return mat_t<3, 3, T>();
+    T k = detail::one<T>() / d;
     const T(*a)[3] = m.c;
     mat_t<3, 3, T> r;
     for (int i = 0; i < 3; ++i) {
@@ -216,8 +216,8 @@ template <typename T> TW_FUNC mat_t<3, 3, T> inverse(const mat_t<3, 3, T>& m) {
 template <typename T> TW_FUNC mat_t<4, 4, T> inverse(const mat_t<4, 4, T>& m) {
     detail::minors4<T> n(m);
     T d = n.det();
-    if (d == cast<T>(0)) return mat_t<4, 4, T>();
-    T k = cast<T>(1) / d;
+    if (d == detail::zero<T>()) return mat_t<4, 4, T>();
+    T k = detail::one<T>() / d;
     const T(*a)[4] = m.c;
     return mat_t<4, 4, T>(
         (a[1][1] * n.c5 - a[1][2] * n.c4 + a[1][3] * n.c3) * k,

@@ -153,6 +153,13 @@ TW_HALF_CMP(>)
 TW_HALF_CMP(>=)
 #undef TW_HALF_CMP
 
+namespace detail {
+// 0 and 1 without a conversion: on CUDA a half conversion is inline asm, which never folds.
+template <typename T> TW_FUNC T zero() { return T(); }  // value-init: all bits zero, half too
+template <typename T> TW_FUNC T one() { return (T)1; }
+template <> TW_FUNC half one<half>() { return half::from_bits(0x3c00u); }
+}  // namespace detail
+
 // ---------------------------------------------------------------------------------------
 // Type traits over the builtin types (not the typedefs, so int64_t = long or long long
 // is covered on every target).
@@ -349,17 +356,21 @@ TW_FUNC half max(half a, half b) { return half(max((float)a, (float)b)); }
 #define TW_FLOAT_TEMPLATE template <typename T, detail::enable_if_t<detail::is_float<T>::value, int> = 0>
 TW_FLOAT_TEMPLATE TW_FUNC T clamp(T x, T lo, T hi) { return min(max(lo, x), hi); }
 TW_FLOAT_TEMPLATE TW_FUNC T floordiv(T a, T b) { return floor(a / b); }
-TW_FLOAT_TEMPLATE TW_FUNC T sign(T a) { return a < cast<T>(0) ? cast<T>(-1) : cast<T>(1); }
+TW_FLOAT_TEMPLATE TW_FUNC T sign(T a) {  // Warp: sign(0) == sign(-0) == 1
+    return a < detail::zero<T>() ? -detail::one<T>() : detail::one<T>();
+}
 TW_FLOAT_TEMPLATE TW_FUNC T frac(T a) { return a - trunc(a); }
 TW_FLOAT_TEMPLATE TW_FUNC T degrees(T a) { return cast<T>((float)a * 57.29577951308232f); }
 TW_FLOAT_TEMPLATE TW_FUNC T radians(T a) { return cast<T>((float)a * 0.017453292519943295f); }
 TW_FUNC double degrees(double a) { return a * 57.29577951308232; }
 TW_FUNC double radians(double a) { return a * 0.017453292519943295; }
 // Warp's step: 1 where x < 0, else 0.
-TW_FLOAT_TEMPLATE TW_FUNC T step(T x) { return x < cast<T>(0) ? cast<T>(1) : cast<T>(0); }
-TW_FLOAT_TEMPLATE TW_FUNC T lerp(T a, T b, T t) { return a * (cast<T>(1) - t) + b * t; }
+TW_FLOAT_TEMPLATE TW_FUNC T step(T x) {
+    return x < detail::zero<T>() ? detail::one<T>() : detail::zero<T>();
+}
+TW_FLOAT_TEMPLATE TW_FUNC T lerp(T a, T b, T t) { return a * (detail::one<T>() - t) + b * t; }
 TW_FLOAT_TEMPLATE TW_FUNC T smoothstep(T e0, T e1, T x) {
-    T t = clamp((x - e0) / (e1 - e0), cast<T>(0), cast<T>(1));
+    T t = clamp((x - e0) / (e1 - e0), detail::zero<T>(), detail::one<T>());
     return t * t * (cast<T>(3) - cast<T>(2) * t);
 }
 #undef TW_FLOAT_TEMPLATE

@@ -7,7 +7,7 @@ template <int N, typename T> struct vec_t {
     T c[N];
 
     TW_FUNC vec_t() {
-        for (int i = 0; i < N; ++i) c[i] = cast<T>(0);
+        for (int i = 0; i < N; ++i) c[i] = T();
     }
     // One scalar: fill (also the component constructor when N == 1).
     template <typename S, detail::enable_if_t<detail::is_scalar<S>::value, int> = 0>
@@ -104,12 +104,12 @@ template <int N, typename T> TW_FUNC T length(const vec_t<N, T>& a) { return sqr
 // Warp: a zero (or underflowed) length gives the zero vector rather than NaNs.
 template <int N, typename T> TW_FUNC vec_t<N, T> normalize(const vec_t<N, T>& a) {
     T l = length(a);
-    if (l > cast<T>(0)) return div(a, l);
+    if (l > detail::zero<T>()) return div(a, l);
     return vec_t<N, T>();
 }
 template <int N, typename T>
 TW_FUNC vec_t<N, T> lerp(const vec_t<N, T>& a, const vec_t<N, T>& b, T t) {
-    return add(mul(a, sub(cast<T>(1), t)), mul(b, t));
+    return add(mul(a, sub(detail::one<T>(), t)), mul(b, t));
 }
 
 // Reductions over the components (Warp's one-argument min/max/argmin/argmax).

@@ -71,41 +71,33 @@ template <typename T, typename Op> TW_FUNC T cas_loop(T* a, T v, Op op) {
 }  // namespace detail
 
 #if TW_IS_CUDA
-// Native atomics; 64-bit signed add goes through the unsigned form (same two's-complement bits).
-TW_FUNC int32_t atomic_add(int32_t* addr, int32_t v) { TW_ATOMIC_SKIP(int32_t()); return atomicAdd(addr, v); }
-TW_FUNC uint32_t atomic_add(uint32_t* addr, uint32_t v) { TW_ATOMIC_SKIP(uint32_t()); return atomicAdd(addr, v); }
-TW_FUNC int64_t atomic_add(int64_t* addr, int64_t v) {
-    TW_ATOMIC_SKIP(int64_t());
-    return (int64_t)atomicAdd((detail::ull*)addr, (detail::ull)v);
-}
-TW_FUNC uint64_t atomic_add(uint64_t* addr, uint64_t v) {
-    TW_ATOMIC_SKIP(uint64_t());
-    return atomicAdd((detail::ull*)addr, v);
-}
-TW_FUNC float atomic_add(float* addr, float v) { TW_ATOMIC_SKIP(float()); return atomicAdd(addr, v); }
-TW_FUNC double atomic_add(double* addr, double v) { TW_ATOMIC_SKIP(double()); return atomicAdd(addr, v); }
-#define TW_NATIVE_MINMAX(T, CT)                                                                          \
-    TW_FUNC T atomic_min(T* addr, T v) { TW_ATOMIC_SKIP(T()); return (T)atomicMin((CT*)addr, (CT)v); } \
-    TW_FUNC T atomic_max(T* addr, T v) { TW_ATOMIC_SKIP(T()); return (T)atomicMax((CT*)addr, (CT)v); }
-TW_NATIVE_MINMAX(int32_t, int)
-TW_NATIVE_MINMAX(uint32_t, unsigned int)
-TW_NATIVE_MINMAX(int64_t, long long)
-TW_NATIVE_MINMAX(uint64_t, unsigned long long)
-#undef TW_NATIVE_MINMAX
-TW_FUNC int32_t atomic_exch(int32_t* addr, int32_t v) { TW_ATOMIC_SKIP(int32_t()); return atomicExch(addr, v); }
-TW_FUNC uint32_t atomic_exch(uint32_t* addr, uint32_t v) { TW_ATOMIC_SKIP(uint32_t()); return atomicExch(addr, v); }
-TW_FUNC int64_t atomic_exch(int64_t* addr, int64_t v) {
-    TW_ATOMIC_SKIP(int64_t());
-    return (int64_t)atomicExch((detail::ull*)addr, (detail::ull)v);
-}
-TW_FUNC uint64_t atomic_exch(uint64_t* addr, uint64_t v) {
-    TW_ATOMIC_SKIP(uint64_t());
-    return atomicExch((detail::ull*)addr, v);
-}
-TW_FUNC float atomic_exch(float* addr, float v) { TW_ATOMIC_SKIP(float()); return atomicExch(addr, v); }
+// Hardware atomics on CT; signed 64-bit add/exch go through the unsigned form (same bits).
+#define TW_NATIVE(NAME, OP, T, CT) \
+    TW_FUNC T NAME(T* addr, T v) { TW_ATOMIC_SKIP(T()); return (T)OP((CT*)addr, (CT)v); }
+TW_NATIVE(atomic_add, atomicAdd, int32_t, int)
+TW_NATIVE(atomic_add, atomicAdd, uint32_t, unsigned int)
+TW_NATIVE(atomic_add, atomicAdd, int64_t, unsigned long long)
+TW_NATIVE(atomic_add, atomicAdd, uint64_t, unsigned long long)
+TW_NATIVE(atomic_add, atomicAdd, float, float)
+TW_NATIVE(atomic_add, atomicAdd, double, double)  // sm_60+
+TW_NATIVE(atomic_min, atomicMin, int32_t, int)
+TW_NATIVE(atomic_min, atomicMin, uint32_t, unsigned int)
+TW_NATIVE(atomic_min, atomicMin, int64_t, long long)
+TW_NATIVE(atomic_min, atomicMin, uint64_t, unsigned long long)
+TW_NATIVE(atomic_max, atomicMax, int32_t, int)
+TW_NATIVE(atomic_max, atomicMax, uint32_t, unsigned int)
+TW_NATIVE(atomic_max, atomicMax, int64_t, long long)
+TW_NATIVE(atomic_max, atomicMax, uint64_t, unsigned long long)
+TW_NATIVE(atomic_exch, atomicExch, int32_t, int)
+TW_NATIVE(atomic_exch, atomicExch, uint32_t, unsigned int)
+TW_NATIVE(atomic_exch, atomicExch, int64_t, unsigned long long)
+TW_NATIVE(atomic_exch, atomicExch, uint64_t, unsigned long long)
+TW_NATIVE(atomic_exch, atomicExch, float, float)
+#undef TW_NATIVE
 TW_FUNC double atomic_exch(double* addr, double v) {
     TW_ATOMIC_SKIP(double());
-    return __longlong_as_double((long long)atomicExch((detail::ull*)addr, (detail::ull)__double_as_longlong(v)));
+    unsigned long long old = atomicExch((detail::ull*)addr, (detail::ull)__double_as_longlong(v));
+    return __longlong_as_double((long long)old);
 }
 TW_FUNC half atomic_exch(half* addr, half v) {
     TW_ATOMIC_SKIP(half());
@@ -116,14 +108,17 @@ TW_FUNC half atomic_exch(half* addr, half v) {
         old = prev;
     }
 }
-TW_FUNC half atomic_add(half* addr, half v) { TW_ATOMIC_SKIP(half()); return detail::cas_loop(addr, v, detail::op_add()); }
-#define TW_CAS_MINMAX(T)                                                                              \
-    TW_FUNC T atomic_min(T* addr, T v) { TW_ATOMIC_SKIP(T()); return detail::cas_loop(addr, v, detail::op_min()); } \
-    TW_FUNC T atomic_max(T* addr, T v) { TW_ATOMIC_SKIP(T()); return detail::cas_loop(addr, v, detail::op_max()); }
-TW_CAS_MINMAX(float)
-TW_CAS_MINMAX(double)
-TW_CAS_MINMAX(half)
-#undef TW_CAS_MINMAX
+// What the hardware lacks (float/double min/max, half add/min/max): CAS loops.
+#define TW_CAS_OP(NAME, OP, T) \
+    TW_FUNC T NAME(T* addr, T v) { TW_ATOMIC_SKIP(T()); return detail::cas_loop(addr, v, detail::OP()); }
+TW_CAS_OP(atomic_add, op_add, half)
+TW_CAS_OP(atomic_min, op_min, float)
+TW_CAS_OP(atomic_min, op_min, double)
+TW_CAS_OP(atomic_min, op_min, half)
+TW_CAS_OP(atomic_max, op_max, float)
+TW_CAS_OP(atomic_max, op_max, double)
+TW_CAS_OP(atomic_max, op_max, half)
+#undef TW_CAS_OP
 #else
 // Host: GCC __atomic builtins; integer add is a native fetch-add, the rest CAS loops.
 #define TW_IF_ATOMIC(T) typename T, detail::enable_if_t<detail::is_atomic<T>::value, int> = 0
