@@ -25,8 +25,8 @@ from .types import bool_ as bool  # noqa: E402,F401
 
 # kernel-side builtins users call as wp.<name> (operators are reached through Python syntax)
 _HIDDEN = {"add", "sub", "mul", "matmul", "div", "mod", "floordiv", "neg", "pos", "eq", "ne", "lt", "le", "gt",
-           "ge", "bool_not", "construct", "extract", "with_component", "load", "view", "store", "shape", "cast",
-           "invert"}
+           "ge", "bool_not", "construct", "extract", "with_component", "extract_row", "with_row", "load", "view",
+           "store", "shape", "cast", "invert"}
 globals().update({name: b for name, b in _REGISTRY.items() if name not in _HIDDEN})
 # operators also exist as functions in Warp (wp.add, wp.mul, ...)
 globals().update({name: _REGISTRY[name] for name in ("add", "sub", "mul", "div", "mod", "neg")})

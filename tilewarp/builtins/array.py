@@ -58,6 +58,20 @@ def _tid(args, template):
     return T.int32
 
 
+def _tid_cpp(args, template):
+    k, n = template
+    # a lone wp.tid() in a multi-dimensional launch is the first coordinate, as in Warp 1.19
+    return f"tw::tid(args.bounds, task, {k}, {'args.bounds.ndim' if n == 1 else n})"
+
+
+def _view_cpp(args, template):
+    """``a[i, j]`` of a 3-d array: one dimension peeled per index (``tw::view`` takes one)."""
+    arr, *idx = args
+    for i in idx:
+        arr = f"tw::view({arr}, {i})"
+    return arr
+
+
 def _address(args):
     return f"tw::address({', '.join(args[:-1])})"
 
@@ -71,11 +85,11 @@ def _atomic_entry(name, differentiable=True):
 register(
     Builtin("load", _load, "tw::load", unify_literals=False, adjoint="tw::adj_load"),
     # a[i] with fewer indices than dimensions: the sub-array, sharing memory
-    Builtin("view", _view, "tw::view", unify_literals=False, adjoint="tw::adj_view"),
+    Builtin("view", _view, "tw::view", unify_literals=False, adjoint="tw::adj_view", emit=_view_cpp),
     Builtin("store", _store, "tw::store", side_effect=True, unify_literals=False, adjoint="tw::adj_store"),
     Builtin("shape", _shape, "tw::shape", unify_literals=False, differentiable=False),
     Builtin("tid", _tid, "tw::tid", kernel_context=True, differentiable=False,
-            emit=lambda a, t: f"tw::tid(args.bounds, task, {t[0]}, {t[1]})"),
+            emit=_tid_cpp),
     _atomic_entry("add"),
     _atomic_entry("sub"),
     _atomic_entry("min"),

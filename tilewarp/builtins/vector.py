@@ -105,6 +105,15 @@ def _with_component_rule(args, template):
     return t
 
 
+#: ``m[i]`` of a matrix is its row: (builtin, matrix indexed with one index) -> the row builtin
+ROW_VARIANTS = {"extract": "extract_row", "with_component": "with_row"}
+
+
+def component_builtin(name: str, t, n_indices: int) -> str:
+    """The builtin that reads (``extract``) or writes (``with_component``) ``t[idx]`` for ``n_indices``."""
+    return ROW_VARIANTS[name] if T.is_matrix(t) and n_indices == 1 else name
+
+
 register(
     Builtin("construct", _construct, "", unify_literals=True, emit=lambda a, t: _construct_cpp(a, t),
             adjoint="tw::adj_construct"),
@@ -113,6 +122,9 @@ register(
     Builtin("extract", _index_rule, "tw::extract", unify_literals=False, adjoint="tw::adj_extract"),
     Builtin("with_component", _with_component_rule, "tw::with_component", unify_literals=False,
             adjoint="tw::adj_with_component"),
+    Builtin("extract_row", _index_rule, "tw::extract_row", unify_literals=False,
+            adjoint="tw::adj_extract_row"),
+    Builtin("with_row", _with_component_rule, "tw::with_row", unify_literals=False, adjoint="tw::adj_with_row"),
     Builtin("dot", arity(2)(_vec_rule(_vec, _scalar_result)), "tw::dot", adjoint="tw::adj_dot"),
     Builtin("cross", arity(2)(_vec_rule(lambda t: _vec(t) and t._length_ == 3, what="3-vector")), "tw::cross",
             adjoint="tw::adj_cross"),

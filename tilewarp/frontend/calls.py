@@ -8,6 +8,7 @@ import inspect
 from .. import types as T
 from ..builtins import Builtin
 from ..builtins.operators import BINARY
+from ..builtins.vector import component_builtin
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir import nodes as ir
 from .lower import PY_BUILTINS, _STATIC_MARK
@@ -31,7 +32,10 @@ def lower_call(lw, node: ast.Call):
         func = T.python_scalar_aliases[func]
     if T.is_scalar(func) or T.is_composite(func):
         _no_keywords(lw, node, T.type_name(func))
-        return lw.call("construct", [lw.value(a) for a in node.args], node, (func,))
+        # a literal argument is a literal of the constructed scalar type: wp.float64(0.1) is the double 0.1
+        s = T.scalar_of(func)
+        args = [lw.const(v.const, s) if v.weak else v for v in map(lw.value, node.args)]
+        return lw.call("construct", args, node, (func,))
     if func is py.len:
         return _len(lw, node)
     if func in PY_BUILTINS:
@@ -168,7 +172,8 @@ def _set_component(lw, base_node, base, indices, value, node):
     if T.is_composite(base.type) and value.weak:
         value = lw.coerce(value, T.scalar_of(base.type), node, "component") if len(indices) == (
             1 if T.is_vector(base.type) else 2) else value
-    updated = lw.call("with_component", [base, *indices, value], node)
+    name = component_builtin("with_component", base.type, len(indices))
+    updated = lw.call(name, [base, *indices, value], node)
     lw.bind(base_node.id, updated, node)
 
 

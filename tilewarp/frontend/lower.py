@@ -12,6 +12,7 @@ import builtins as py
 from .. import types as T
 from ..builtins import REGISTRY, Builtin, BuiltinTypeError
 from ..builtins.operators import BINARY, COMPARE, UNARY
+from ..builtins.vector import component_builtin
 from ..errors import KernelError, KernelSyntaxError, KernelTypeError
 from ..ir import nodes as ir
 from .source import MISSING, Source
@@ -255,7 +256,7 @@ class Lowerer:
         if T.is_array(base.type):
             name = "load" if len(indices) == base.type.ndim else "view"
             return self.call(name, [base, *indices], node)
-        return self.call("extract", [base, *indices], node)
+        return self.call(component_builtin("extract", base.type, len(indices)), [base, *indices], node)
 
     def index(self, node) -> ir.Value:
         v = self.value(node)
