@@ -7,6 +7,7 @@ is rebuilt with a warning instead of crashing the process.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -65,28 +66,69 @@ def _meta(key: str) -> Path:
     return cache_dir() / key[:2] / f"{key}.json"
 
 
+def _entry_file(key: str, info) -> str | None:
+    """The binary's file name from an index, or None when the index is not one this module wrote
+    (a damaged index must never point the cache at some other file)."""
+    if not isinstance(info, dict):
+        return None
+    name = info.get("file")
+    if not isinstance(name, str) or not name.startswith(key) or Path(name).name != name:
+        return None
+    return name
+
+
 def lookup(key: str) -> Path | None:
     """The cached binary for ``key`` if present and intact; a damaged entry is removed with a warning."""
     meta = _meta(key)
     try:
-        info = json.loads(meta.read_text())
+        info = json.loads(meta.read_bytes())
     except FileNotFoundError:
         return None
     except (OSError, ValueError):
-        info = {}
-    path = meta.parent / str(info.get("file", "missing"))
-    try:
-        data = path.read_bytes()
-        ok = len(data) == info["size"] and hashlib.sha256(data).hexdigest() == info["sha256"]
-    except (OSError, KeyError, TypeError):
-        ok = False
+        info = None
+    name = _entry_file(key, info)
+    path = meta.parent / name if name else None
+    ok = False
+    if path is not None:
+        try:
+            data = path.read_bytes()
+            ok = len(data) == info["size"] and hashlib.sha256(data).hexdigest() == info["sha256"]
+        except (OSError, KeyError, TypeError):
+            ok = False
     if not ok:
         warnings.warn(f"tilewarp: kernel cache entry {meta} is damaged; rebuilding it", RuntimeWarning,
                       stacklevel=3)
-        path.unlink(missing_ok=True)
+        if path is not None:
+            path.unlink(missing_ok=True)
         meta.unlink(missing_ok=True)
         return None
     return path
+
+
+@contextlib.contextmanager
+def building(key: str):
+    """Hold the build lock of ``key``: processes (and threads) building one entry take turns, so the
+    second finds the first one's entry instead of compiling again. Advisory ``flock``; where that is
+    unavailable, builders just race (each writes complete files, so that is still safe)."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX
+        yield
+        return
+    lock = cache_dir() / key[:2] / f"{key}.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a+b") as f:
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        except OSError:  # a file system without locks
+            pass
+        try:
+            yield
+        finally:
+            try:
+                fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+            except OSError:
+                pass
 
 
 def store(key: str, suffix: str, data: bytes) -> Path:
