@@ -6,7 +6,6 @@ kernel receives a ``tw::array_t<T, D>`` descriptor pointing straight at this mem
 """
 from __future__ import annotations
 
-import ctypes
 from typing import Any
 
 import numpy as np
@@ -79,20 +78,24 @@ class array:
     # ---- construction ------------------------------------------------------------------------
 
     def _from_data(self, data, dtype, shape):
-        if dtype is Any:
-            src = np.asarray(data)
-            self.dtype = _infer_dtype(src.dtype if src.dtype != np.float64 or isinstance(data, np.ndarray)
-                                      else np.float32)
-        else:
-            self.dtype = T.value_type(dtype)
+        # without a dtype, numpy's inference decides, as in Warp: Python floats -> float64, ints -> int64
+        self.dtype = _infer_dtype(np.asarray(data).dtype) if dtype is Any else T.value_type(dtype)
         inner = getattr(self.dtype, "_wp_shape_", ())
         src = np.ascontiguousarray(np.asarray(data, dtype=T.scalar_of(self.dtype)._np_))
         if inner:
             n_inner = int(np.prod(inner))
-            if src.size % n_inner:
-                raise ValueError(f"data of shape {src.shape} cannot be viewed as {T.type_name(self.dtype)} elements")
-            outer = src.shape[: src.ndim - len(inner)] if src.shape[src.ndim - len(inner):] == inner else (
-                src.size // n_inner,)
+            if src.size == 0:
+                outer = (0,)
+            elif src.ndim >= len(inner) and src.shape[src.ndim - len(inner):] == inner:
+                outer = src.shape[: src.ndim - len(inner)] or (1,)
+            elif src.ndim and src.shape[-1] % n_inner == 0:  # (N, 9) -> N mat33; (N, 3k) -> (N, k) vec3
+                k = src.shape[-1] // n_inner
+                outer = (src.shape[:-1] + ((k,) if k != 1 else ())) or (1,)
+            elif shape is not None and src.size % n_inner == 0:
+                outer = None
+            else:
+                raise ValueError(f"data of shape {src.shape} cannot be viewed as {T.type_name(self.dtype)} "
+                                 f"elements: the inner dimensions must be {inner} or a multiple of {n_inner}")
         else:
             outer = src.shape if src.ndim else (1,)
         self._set_layout(_shape_tuple(shape if shape is not None else outer), None)
@@ -175,6 +178,11 @@ class array:
     def __len__(self):
         return self.shape[0]
 
+    def __str__(self):
+        if self.shape is None:
+            return repr(self)
+        return str(self.numpy())
+
     def __repr__(self):
         if self.shape is None:
             return f"array(dtype={T.type_name(self.dtype)}, ndim={self.ndim})"
@@ -193,21 +201,30 @@ class array:
         item = self._np_dtype().itemsize
         return self.strides + array._contiguous_strides(inner, item)
 
-    def _span(self) -> int:
-        """Bytes from ptr to one past the last element (for copying strided arrays whole)."""
+    def _extent(self) -> tuple[int, int]:
+        """Byte offsets (lo, hi) from ptr covering every element: [ptr + lo, ptr + hi) holds the whole
+        (possibly strided, possibly negatively strided) array; (0, 0) when it is empty."""
         if self.size == 0:
-            return 0
-        return sum((s - 1) * st for s, st in zip(self.shape, self.strides)) + T.type_size(self.dtype)
+            return 0, 0
+        lo = sum((s - 1) * st for s, st in zip(self.shape, self.strides) if st < 0)
+        hi = sum((s - 1) * st for s, st in zip(self.shape, self.strides) if st > 0)
+        return lo, hi + T.type_size(self.dtype)
+
+    def _host_window(self, host: np.ndarray, lo: int) -> np.ndarray:
+        """The array's elements as a numpy view into ``host``, a copy of bytes [ptr + lo, ...)."""
+        return np.ndarray(self._full_shape(), dtype=self._np_dtype(), buffer=host, offset=-lo,
+                          strides=self._full_strides())
 
     def numpy(self) -> np.ndarray:
         """A numpy view sharing memory (CPU) or a host copy (CUDA; waits for pending work)."""
         if self.device.is_cpu:
             return np.asarray(_HostView(self))
-        host = np.empty(max(self._span(), 1), dtype=np.uint8)
-        if self._span():
-            self.device.backend.copy_dtoh(host.ctypes.data, self.ptr, self._span())
-        return np.lib.stride_tricks.as_strided(host.view(self._np_dtype()), self._full_shape(),
-                                               self._full_strides()).copy()
+        lo, hi = self._extent()
+        if hi == lo:
+            return np.zeros(self._full_shape(), dtype=self._np_dtype())
+        host = np.empty(hi - lo, dtype=np.uint8)
+        self.device.backend.copy_dtoh(host.ctypes.data, self.ptr + lo, hi - lo)
+        return self._host_window(host, lo).copy()
 
     def __array__(self, dtype=None, copy=None):
         a = self.numpy()
@@ -232,19 +249,21 @@ class array:
             self.device.backend.copy_htod(self.ptr, values.ctypes.data, values.nbytes)
         elif self.device.is_cpu:
             self.numpy()[...] = values
-        else:  # strided device memory: read-modify-write the span it covers
-            host = np.empty(self._span(), dtype=np.uint8)
-            self.device.backend.copy_dtoh(host.ctypes.data, self.ptr, self._span())
-            np.lib.stride_tricks.as_strided(host.view(self._np_dtype()), self._full_shape(),
-                                            self._full_strides())[...] = values
-            self.device.backend.copy_htod(self.ptr, host.ctypes.data, self._span())
+        else:  # strided device memory: read-modify-write the bytes it covers
+            lo, hi = self._extent()
+            if hi == lo:
+                return
+            host = np.empty(hi - lo, dtype=np.uint8)
+            self.device.backend.copy_dtoh(host.ctypes.data, self.ptr + lo, hi - lo)
+            self._host_window(host, lo)[...] = values
+            self.device.backend.copy_htod(self.ptr + lo, host.ctypes.data, hi - lo)
 
     def fill_(self, value):
         """Set every element to ``value`` (a scalar, or a vector/matrix for composite arrays)."""
         if self.size == 0:
             return
         v = np.asarray(value.numpy() if hasattr(value, "numpy") else value, dtype=self._np_dtype())
-        if not v.any() and self.is_contiguous:
+        if self.is_contiguous and not np.ascontiguousarray(v).reshape(-1).view(np.uint8).any():  # zero bytes: memset
             self.device.backend.memset(self.ptr, 0, self.capacity)
             return
         self._write_host(np.ascontiguousarray(np.broadcast_to(v, self._full_shape())))
@@ -281,6 +300,7 @@ class array:
         view._owner = self._owner or self
         if self._grad is not None:
             view._grad = self._grad[key]
+            view._requires_grad = self._requires_grad
         return view
 
 
@@ -373,7 +393,7 @@ def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, cou
         count = count or min(src.size - src_offset, dest.size - dest_offset)
         if count < 0 or src_offset + count > src.size or dest_offset + count > dest.size:
             raise LaunchError(f"copy of {count} elements out of bounds (src size {src.size}, dest size {dest.size})")
-        flat = lambda a, off: array(ptr=a.ptr + off * T.type_size(a.dtype), dtype=a.dtype, shape=count,  # noqa
+        flat = lambda a, off: array(ptr=a.ptr + off * T.type_size(a.dtype), dtype=a.dtype, shape=count,
                                     device=a.device)
         _strided_copy(flat(dest, dest_offset), flat(src, src_offset))
         return
@@ -386,8 +406,18 @@ def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, cou
 
 
 def from_numpy(arr, dtype=None, shape=None, device=None, requires_grad=False) -> array:
-    return array(arr, dtype=dtype if dtype is not None else Any, shape=shape, device=device,
-                 requires_grad=requires_grad)
+    """An array copied from numpy data. Without a dtype, a 2-d ``(N, n)`` array becomes N vectors of
+    n components and a 3-d ``(N, r, c)`` array N r x c matrices, as in Warp."""
+    if dtype is None:
+        src = np.asarray(arr)
+        scalar = _infer_dtype(src.dtype)
+        if src.ndim == 2:
+            dtype = T.vector(src.shape[1], scalar)
+        elif src.ndim == 3:
+            dtype = T.matrix(src.shape[1:], scalar)
+        else:
+            dtype = scalar
+    return array(arr, dtype=dtype, shape=shape, device=device, requires_grad=requires_grad)
 
 
 def _annotation(ndim):
