@@ -10,7 +10,7 @@ from ..emit import names
 from ..errors import LaunchError, TileWarpError
 from ..ir import nodes as ir
 from .array import array
-from .device import get_device
+from .device import Device, get_device
 
 
 def _converter(t, name):
@@ -22,15 +22,20 @@ def _converter(t, name):
 
     if T.is_array(t):
         empty = T.array_descriptor(t.ndim)
+        dtype, ndim = t.dtype, t.ndim
 
         def conv_array(value, device):
+            # fast path: the common case costs a few attribute reads (every launch goes through here)
+            if type(value) is array and value.dtype is dtype and value.ndim == ndim and value.device is device:
+                desc = value._desc
+                return desc if desc is not None else value.__ctype__()
             if value is None:
                 return empty()
             if not isinstance(value, array) or value.shape is None:
                 raise bad(value)
-            if value.dtype != t.dtype:
+            if value.dtype != dtype:
                 raise bad(value)
-            if value.ndim != t.ndim:
+            if value.ndim != ndim:
                 raise bad(value, f"a {value.ndim}-d array")
             if value.device != device:
                 raise LaunchError(f"argument '{name}' is on device '{value.device}' but the launch is on '{device}'")
@@ -45,7 +50,7 @@ def _converter(t, name):
         def conv_scalar(value, device):
             if isinstance(value, T.Scalar):
                 value = value.value
-            if not isinstance(value, ok) or (kind != "bool" and isinstance(value, (bool, np.bool_))):
+            if not isinstance(value, ok):  # a Python bool is an int, and Warp takes it for numbers too
                 raise bad(value)
             if t is T.float16:
                 return int(np.float16(value).view(np.uint16))
@@ -78,32 +83,59 @@ def tid_arity(fn: ir.Function) -> int:
 class ArgPacker:
     """The kernel's argument struct (same layout as the C++ ``<kernel>_args``) and how to fill it."""
 
+    #: at most this many distinct launch shapes are remembered per kernel (see ``bounds``)
+    MAX_CACHED_BOUNDS = 64
+
     def __init__(self, fn: ir.Function):
         self.names = list(fn.param_names)
         fields = [("bounds", T.LaunchBounds)] + [(names.field(n), T.ctype_of(p.type))
                                                  for n, p in zip(fn.param_names, fn.params)]
         self.struct = type(names.args_struct(fn.symbol), (ctypes.Structure,), {"_fields_": fields})
         self.converters = [_converter(p.type, n) for n, p in zip(fn.param_names, fn.params)]
+        self.n_params = len(self.converters)
         self.tid_arity = tid_arity(fn)
+        self._bounds: dict = {}  # dim as given (int or tuple) -> validated LaunchBounds
+
+    def bounds(self, dim):
+        """Validated launch bounds for ``dim``, remembered per distinct ``dim`` (the struct is copied
+        into each argument block, so sharing one is safe)."""
+        try:
+            b = self._bounds.get(dim)
+        except TypeError:  # a list or other unhashable spelling: no memo
+            return launch_bounds(dim, self.tid_arity)
+        if b is None:
+            b = launch_bounds(dim, self.tid_arity)
+            if len(self._bounds) < self.MAX_CACHED_BOUNDS and type(dim) in (int, tuple):
+                self._bounds[dim] = b
+        return b
 
     def pack(self, values, device, bounds):
-        if len(values) != len(self.converters):
-            raise LaunchError(f"kernel takes {len(self.converters)} arguments ({', '.join(self.names)}), "
+        if len(values) != self.n_params:
+            raise LaunchError(f"kernel takes {self.n_params} argument(s) ({', '.join(self.names)}), "
                               f"got {len(values)}")
         return self.struct(bounds, *[c(v, device) for c, v in zip(self.converters, values)])
 
 
 def launch_bounds(dim, tid_n: int):
-    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    if isinstance(dim, (int, np.integer)):
+        dims = (int(dim),)
+    else:
+        try:
+            dims = tuple(dim)
+        except TypeError:
+            dims = ()
     if not 1 <= len(dims) <= 4 or any(not isinstance(d, (int, np.integer)) or d < 0 for d in dims):
         raise LaunchError(f"dim must be a non-negative int or a tuple of 1 to 4 of them, got {dim!r}")
+    dims = tuple(int(d) for d in dims)
     if tid_n > 1 and tid_n != len(dims):
         raise LaunchError(f"the kernel unpacks wp.tid() into {tid_n} indices but dim has {len(dims)} dimensions")
-    size = int(np.prod(dims))
     if any(d > 2**31 - 1 for d in dims):
         raise LaunchError(f"each launch dimension must be below 2**31, got {dims}")
+    size = 1
+    for d in dims:
+        size *= d
     b = T.LaunchBounds()
-    b.shape[:] = [int(d) for d in dims] + [1] * (4 - len(dims))
+    b.shape[:] = list(dims) + [1] * (4 - len(dims))
     b.ndim, b.size = len(dims), size
     return b
 
@@ -125,16 +157,25 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     """Run ``kernel`` over ``dim`` threads (Warp's signature and defaults)."""
     if adjoint:
         raise TileWarpError("adjoint launches are not available yet in this version of tilewarp")
-    values = [*inputs, *outputs]
+    values = [*inputs, *outputs] if outputs else list(inputs)
     if device is None:
-        device = next((v.device for v in values if isinstance(v, array) and v.device is not None), None)
-    device = get_device(device)
-    compiled = kernel.compiled(device)
+        for v in values:
+            if isinstance(v, array) and v.device is not None:
+                device = v.device
+                break
+    if type(device) is not Device:
+        device = get_device(device)
+    try:
+        compiled_for = kernel.compiled
+    except AttributeError:
+        raise LaunchError(f"wp.launch() needs a @wp.kernel, got {type(kernel).__name__}") from None
+    compiled = compiled_for(device)
     packer = compiled.packer
-    bounds = launch_bounds(dim, packer.tid_arity)
+    bounds = packer.bounds(dim)
     args = packer.pack(values, device, bounds)
-    cmd = Launch(compiled, args, bounds.size, block_dim)
+    size = bounds.size
     if record_cmd:
-        return cmd
-    cmd.launch()
+        return Launch(compiled, args, size, block_dim)
+    if size:
+        device.backend.launch(compiled.handle, ctypes.addressof(args), size, block_dim)
     return None
