@@ -64,6 +64,8 @@ def shapes(a: wp.array(dtype=float, ndim=3), out: wp.array(dtype=int)):
     out[1] = a.shape[1]
     out[2] = a.shape[2]
     out[3] = a.shape[0] * a.shape[1] * a.shape[2]
+    out[4] = len(a)
+    out[5] = len(wp.vec3()) + len(a[0])
 
 
 @wp.kernel
@@ -140,8 +142,8 @@ def test_single_tid_in_multidimensional_launch_is_first_coordinate(mods, device)
 
 def test_shape(mods, device, rng):
     a = rng.standard_normal((3, 5, 2)).astype(np.float32)
-    got = launch_both(mods, "shapes", 1, [Arr(a), Arr(np.zeros(4, np.int32))], device)
-    np.testing.assert_array_equal(got[1], [3, 5, 2, 30])
+    got = launch_both(mods, "shapes", 1, [Arr(a), Arr(np.zeros(6, np.int32))], device)
+    np.testing.assert_array_equal(got[1], [3, 5, 2, 30, 3, 8])
 
 
 def test_loop_over_shape(mods, device, rng):

@@ -182,6 +182,43 @@ def aug_arrays(a: wp.array(dtype=float), m: wp.array(dtype=float, ndim=2), k: wp
 
 
 @wp.kernel
+def early_exit(a: wp.array(dtype=float), n: int, out: wp.array(dtype=float)):
+    i = wp.tid()
+    if i >= n:
+        return
+    x = a[i]
+    if x < 0.0:
+        out[i] = -1.0
+        return
+    for k in range(10):
+        if float(k) > x:
+            out[i] = float(k)
+            return
+    out[i] = 100.0
+
+
+@wp.kernel
+def aliasing(a: wp.array(dtype=float), out: wp.array(dtype=float, ndim=2)):
+    i = wp.tid()
+    x = a[i]
+    y = x
+    v = wp.vec2(x, 1.0)
+    w = v
+    for k in range(3):
+        z = x
+        x = x * 2.0 + 1.0
+        v[0] = v[0] + 1.0
+        if k == 1:
+            y = z
+    out[i, 0] = x
+    out[i, 1] = y
+    out[i, 2] = v[0] - w[0]
+    out[i, 3] = w[1]
+    c = i < 4 and a[i + 1] > 0.0
+    out[i, 4] = float(c)
+
+
+@wp.kernel
 def atomics(idx: wp.array(dtype=int), vals: wp.array(dtype=float), hist: wp.array(dtype=int),
             acc: wp.array(dtype=float), total: wp.array(dtype=wp.int64), grid: wp.array(dtype=int, ndim=2),
             vacc: wp.array(dtype=wp.vec3)):
@@ -226,6 +263,19 @@ def test_while(mods, device, rng):
     seed = rng.integers(1, 10_000, 128).astype(np.int32)
     got = launch_both(mods, "while_loops", 128, [Arr(seed), Arr(np.zeros((128, 2), np.int32))], device)[1]
     np.testing.assert_array_equal(got[:, 1], np.gcd(seed, np.arange(128) + 7))
+
+
+def test_early_return_from_kernel(mods, device, rng):
+    a = rng.uniform(-3, 12, 64).astype(np.float32)
+    got = launch_both(mods, "early_exit", 64, [Arr(a), 50, Arr(np.full(64, 7.0, np.float32))], device)[1]
+    np.testing.assert_array_equal(got[50:], 7.0)
+
+
+def test_names_rebound_in_loops_do_not_alias(mods, device, rng):
+    a = rng.uniform(-3, 3, 5).astype(np.float32)
+    got = launch_both(mods, "aliasing", 5, [Arr(a), Arr(np.zeros((5, 5), np.float32))], device)[1]
+    np.testing.assert_allclose(got[:, 1], a * 2 + 1, rtol=1e-6)
+    np.testing.assert_array_equal(got[:, 2:4], [[3.0, 1.0]] * 5)
 
 
 def test_augmented_assignment_of_locals(mods, device, rng):

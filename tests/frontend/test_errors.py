@@ -98,8 +98,14 @@ def k_string(a: wp.array(dtype=float)):
     a[i] = 0.0
 
 
+@wp.kernel
+def k_component_of_temporary(a: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    wp.normalize(a[i])[0] = 1.0  # <- error
+
+
 @pytest.mark.parametrize("kernel,fragment", [
-    (k_with, "With"), (k_lambda, "Lambda"), (k_listcomp, "ListComp"), (k_slice, "slic"), (k_try, "Try"),
+    (k_component_of_temporary, "component assignment"), (k_with, "With"), (k_lambda, "Lambda"), (k_listcomp, "ListComp"), (k_slice, "slic"), (k_try, "Try"),
     (k_for_list, "range"), (k_return_value, "return"),
 ], ids=lambda p: getattr(p, "key", None) or str(p))
 def test_unsupported_syntax(kernel, fragment):
@@ -261,7 +267,22 @@ def k_not_vector(a: wp.array(dtype=wp.vec3), b: wp.array(dtype=wp.bool)):
     b[i] = not a[i]  # <- error
 
 
+@wp.kernel
+def k_vec_index_range(a: wp.array(dtype=wp.vec3), b: wp.array(dtype=float)):
+    i = wp.tid()
+    b[i] = a[i][3]  # <- error
+
+
+@wp.kernel
+def k_mat_index_range(a: wp.array(dtype=wp.mat33)):
+    i = wp.tid()
+    m = a[i]
+    m[1, -4] = 1.0  # <- error
+    a[i] = m
+
+
 @pytest.mark.parametrize("kernel,fragment", [
+    (k_vec_index_range, "index 3 is out of range for vec3"), (k_mat_index_range, "index -4"),
     (k_vec_plus_float, "vec3, float32"), (k_f32_plus_f64, "float32, float64"), (k_int_plus_float, "'*'"),
     (k_store_wrong_dtype, "float32"), (k_loop_retype, "'s'"), (k_branch_types, "'y'"),
     (k_ternary_types, "if/else"), (k_float_index, "integer"), (k_too_many_indices, "indices"),
@@ -305,6 +326,19 @@ def k_tid_args(a: wp.array(dtype=float)):
     a[i] = 0.0
 
 
+@wp.kernel
+def k_len_two_args(a: wp.array(dtype=float)):
+    i = wp.tid()
+    a[i] = float(len(a, a))  # <- error
+
+
+@wp.kernel
+def k_identity_not_constant(a: wp.array(dtype=float)):
+    i = wp.tid()
+    n = 3
+    a[i] = wp.identity(n=n, dtype=float)[0, 0]  # <- error
+
+
 @wp.func
 def two_args(x: float, y: float):
     return x + y
@@ -336,7 +370,7 @@ def k_func_arg_type(a: wp.array(dtype=wp.vec3), b: wp.array(dtype=float)):
 
 @pytest.mark.parametrize("kernel,fragment", [
     (k_sqrt_two_args, "sqrt"), (k_dot_one_arg, "dot"), (k_clamp_two_args, "clamp"),
-    (k_vec_ctor_count, "vec3"),
+    (k_vec_ctor_count, "vec3"), (k_len_two_args, "len()"), (k_identity_not_constant, "compile-time constant"),
     (k_func_missing_arg, "'y'"), (k_func_extra_arg, "two_args"), (k_func_bad_keyword, "'z'"),
     (k_func_arg_type, "two_args"),
 ], ids=lambda p: getattr(p, "key", None) or str(p))

@@ -37,6 +37,7 @@ def components(v3: wp.array(dtype=wp.vec3), v4: wp.array(dtype=wp.vec4), m: wp.a
     out[i, 4] = r[0][0] * r[2][2]
     out[i, 5] = v3[i][1] + v3[i].z
     out[i, 6] = m[i][2, 0]
+    out[i, 7] = a[-1] * 10.0 + b[-3] + r[-1, 0]
     rows[i] = r[i % 3]
 
 
@@ -47,6 +48,9 @@ def assign_components(v3: wp.array(dtype=wp.vec3), out: wp.array(dtype=wp.vec3),
     v = v3[i]
     v[1] = v[0] * 2.0
     v.z = -v.x
+    v.x += 1.0
+    v[1] *= 2.0
+    v[-3] -= 1.0
     out[i] = v
     w = wp.vec4()
     for k in range(4):
@@ -54,6 +58,26 @@ def assign_components(v3: wp.array(dtype=wp.vec3), out: wp.array(dtype=wp.vec3),
     if i % 2 == 0:
         w[0] = 42.0
     out4[i] = w
+
+
+@wp.kernel
+def element_components(v: wp.array(dtype=wp.vec3), m: wp.array(dtype=wp.mat33, ndim=2)):
+    i = wp.tid()
+    v[i].x = 5.0
+    v[i][1] = v[i][1] * 2.0
+    v[i].z += 1.0
+    m[i, 0][1, 2] = -3.0
+    m[i, 1][0] = wp.vec3(1.0, 2.0, 3.0)
+
+
+@wp.kernel
+def runtime_negative_index(v: wp.array(dtype=wp.vec3), out: wp.array(dtype=float, ndim=2)):
+    i = wp.tid()
+    x = v[i]
+    for k in range(3):
+        out[i, k] = x[k - 3]
+        x[k - 3] = float(k)
+    out[i, 3] = x[0] + x[1] * 10.0 + x[2] * 100.0
 
 
 @wp.kernel
@@ -131,6 +155,8 @@ def mat_build(v: wp.array(dtype=wp.vec3), mout: wp.array(dtype=wp.mat33)):
     m[0, 0] = x[0]
     m[1, 1] = x[1]
     m[2] = x
+    m[0, 2] += 5.0
+    m[1] = m[1] * 2.0
     mout[i] = m
 '''
 
@@ -157,8 +183,10 @@ def test_component_access(mods, device, rng):
     n = 64
     args = [Arr(_vecs(rng, n, 3), "vec3"), Arr(_vecs(rng, n, 4), "vec4"),
             Arr(rng.uniform(-2, 2, (n, 3, 3)).astype(np.float32), "mat33"),
-            Arr(np.zeros((n, 7), np.float32)), Arr(np.zeros((n, 3), np.float32), "vec3")]
-    launch_both(mods, "components", n, args, device)
+            Arr(np.zeros((n, 8), np.float32)), Arr(np.zeros((n, 3), np.float32), "vec3")]
+    got = launch_both(mods, "components", n, args, device)
+    v3, v4, m = (a.data for a in args[:3])
+    np.testing.assert_allclose(got[3][:, 7], v3[:, 2] * 10 + v4[:, 1] + m[:, 2, 0], rtol=1e-6)
 
 
 def test_component_assignment(mods, device, rng):
@@ -167,6 +195,29 @@ def test_component_assignment(mods, device, rng):
     outs = [Arr(np.zeros((n, 3), np.float32), "vec3"), Arr(np.zeros((n, 4), np.float32), "vec4")]
     got = launch_both(mods, "assign_components", n, [Arr(a, "vec3"), *outs], device)
     np.testing.assert_array_equal(got[1][:, 2], -a[:, 0])
+    np.testing.assert_allclose(got[1][:, 0], a[:, 0], rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(got[1][:, 1], a[:, 0] * 4.0)
+
+
+def test_component_assignment_of_array_elements(mods, device, rng):
+    """``a[i].x = v`` and ``a[i][k] = v`` write back into the array (Warp 1.19 semantics)."""
+    n = 16
+    v = _vecs(rng, n, 3)
+    m = rng.uniform(-2, 2, (n, 2, 3, 3)).astype(np.float32)
+    got = launch_both(mods, "element_components", n, [Arr(v, "vec3"), Arr(m, "mat33")], device)
+    np.testing.assert_array_equal(got[0][:, 0], 5.0)
+    np.testing.assert_array_equal(got[0][:, 1], v[:, 1] * 2)
+    np.testing.assert_array_equal(got[1][:, 0, 1, 2], -3.0)
+    np.testing.assert_array_equal(got[1][:, 1, 0], [[1, 2, 3]] * n)
+
+
+@pytest.mark.xfail(reason="native/core/vec.h extract/with_component assert 0 <= i < N; Warp wraps a negative "
+                          "runtime index (i += N), so v[k - 3] reads outside the vector", strict=False)
+def test_runtime_negative_vector_index(mods, device, rng):
+    v = _vecs(rng, 8, 3)
+    got = launch_both(mods, "runtime_negative_index", 8, [Arr(v, "vec3"), Arr(np.zeros((8, 4), np.float32))],
+                      device)
+    np.testing.assert_array_equal(got[1][:, :3], v)
 
 
 def test_vector_arithmetic(mods, device, rng):
@@ -208,3 +259,4 @@ def test_matrix_component_assignment(mods, device, rng):
     got = launch_both(mods, "mat_build", n, [Arr(v, "vec3"), Arr(np.zeros((n, 3, 3), np.float32), "mat33")],
                       device)
     np.testing.assert_array_equal(got[1][:, 2], v)
+    np.testing.assert_array_equal(got[1][:, 0, 2], 5.0)

@@ -60,7 +60,11 @@ def _no_keywords(lw, node, what):
 def _static_kw(lw, node, name, default):
     for kw in node.keywords:
         if kw.arg == name:
-            return lw.src.evaluate(kw.value, {})
+            try:
+                return lw.src.evaluate(kw.value, {})
+            except Exception as e:
+                raise KernelTypeError(f"'{name}=' must be a compile-time constant ({type(e).__name__}: {e})",
+                                      lw.src.loc(kw.value)) from None
     return default
 
 
@@ -78,6 +82,8 @@ def _builtin(lw, func: Builtin, node):
 
 
 def _len(lw, node):
+    if len(node.args) != 1 or node.keywords:
+        raise KernelTypeError(f"len() takes exactly one argument, got {len(node.args)}", lw.src.loc(node))
     (arg,) = node.args
     v = lw.value(arg)
     if T.is_vector(v.type) or T.is_matrix(v.type):
@@ -148,33 +154,56 @@ def store_to(lw, target, value, node):
     if isinstance(target, ast.Name):
         lw.bind(target.id, value, node)
     elif isinstance(target, ast.Subscript):
-        base = lw.value(target.value)
+        element = _array_element(lw, target.value)
+        base = element[2] if element else lw.value(target.value)
         index_nodes = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
         indices = [lw.index(i) for i in index_nodes]
         if T.is_array(base.type):
             value = lw.coerce(value, base.type.dtype, node, "array element")
             lw.call("store", [base, *indices, value], node)
         else:
-            _set_component(lw, target.value, base, indices, value, node)
+            _set_component(lw, target.value, base, indices, value, node, element)
     elif isinstance(target, ast.Attribute):
-        base = lw.value(target.value)
-        if not (T.is_vector(base.type) and len(target.attr) == 1 and 0 <= "xyzw".find(target.attr) < base.type._length_):
+        element = _array_element(lw, target.value)
+        base = element[2] if element else lw.value(target.value)
+        if not (T.is_vector(base.type) and len(target.attr) == 1
+                and 0 <= "xyzw".find(target.attr) < base.type._length_):
             raise KernelTypeError(f"cannot assign attribute '{target.attr}' of a {T.type_name(base.type)} value",
                                   lw.src.loc(node))
-        _set_component(lw, target.value, base, [lw.const("xyzw".index(target.attr), T.int32)], value, node)
+        index = lw.const("xyzw".index(target.attr), T.int32)
+        _set_component(lw, target.value, base, [index], value, node, element)
     else:
         raise KernelSyntaxError(f"cannot assign to {type(target).__name__}", lw.src.loc(node))
 
 
-def _set_component(lw, base_node, base, indices, value, node):
-    if not isinstance(base_node, ast.Name):
-        raise KernelSyntaxError("component assignment needs a local variable: v[i] = x", lw.src.loc(node))
+def _array_element(lw, base_node):
+    """``(array, indices, element)`` when ``base_node`` is a whole array element ``a[i, j]``, else None
+    (the base of ``a[i].x = v`` and ``a[i][k] = v``, which Warp writes back into the array)."""
+    if not isinstance(base_node, ast.Subscript) or isinstance(base_node.slice, ast.Slice):
+        return None
+    index_nodes = base_node.slice.elts if isinstance(base_node.slice, ast.Tuple) else [base_node.slice]
+    arr = lw.visit(base_node.value)
+    if not (isinstance(arr, ir.Value) and T.is_array(arr.type)) or len(index_nodes) != arr.type.ndim:
+        return None
+    indices = [lw.index(i) for i in index_nodes]
+    return arr, indices, lw.call("load", [arr, *indices], base_node)
+
+
+def _set_component(lw, base_node, base, indices, value, node, element=None):
+    if element is None and not isinstance(base_node, ast.Name):
+        raise KernelSyntaxError("component assignment needs a local variable or an array element: "
+                                "v[i] = x, a[i].x = x", lw.src.loc(node))
     if T.is_composite(base.type) and value.weak:
         value = lw.coerce(value, T.scalar_of(base.type), node, "component") if len(indices) == (
             1 if T.is_vector(base.type) else 2) else value
+    indices = lw.component_indices(base.type, indices, node)
     name = component_builtin("with_component", base.type, len(indices))
     updated = lw.call(name, [base, *indices, value], node)
-    lw.bind(base_node.id, updated, node)
+    if element is None:
+        lw.bind(base_node.id, updated, node)
+    else:
+        arr, arr_indices, _ = element
+        lw.call("store", [arr, *arr_indices, updated], node)
 
 
 def aug_assign(lw, node: ast.AugAssign):

@@ -256,7 +256,22 @@ class Lowerer:
         if T.is_array(base.type):
             name = "load" if len(indices) == base.type.ndim else "view"
             return self.call(name, [base, *indices], node)
+        indices = self.component_indices(base.type, indices, node)
         return self.call(component_builtin("extract", base.type, len(indices)), [base, *indices], node)
+
+    def component_indices(self, t, indices, node) -> list:
+        """Constant vector/matrix indices checked against the shape; negative ones count from the end."""
+        if not T.is_composite(t):
+            return indices
+        out = []
+        for dim, i in zip(t._wp_shape_, indices):
+            if i.is_const and isinstance(i.const, py.int) and not isinstance(i.const, py.bool):
+                if not -dim <= i.const < dim:
+                    raise KernelTypeError(f"index {i.const} is out of range for {T.type_name(t)} "
+                                          f"(size {dim})", self.src.loc(node))
+                i = self.const(i.const % dim, i.type)
+            out.append(i)
+        return out + indices[len(out):]
 
     def index(self, node) -> ir.Value:
         v = self.value(node)
