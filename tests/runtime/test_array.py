@@ -33,7 +33,12 @@ def _kernel_caches(tmp_path_factory):
         mp.setenv("TILEWARP_CACHE_DIR", str(folder / "tilewarp"))
         if warp is not None:
             mp.setattr(warp.config, "kernel_cache_dir", str(folder / "warp"))
-        yield
+        previous = tw.get_device()
+        tw.set_device("cpu")  # these tests are about the CPU unless they name a device
+        try:
+            yield
+        finally:
+            tw.set_device(previous)
 
 
 @pytest.fixture

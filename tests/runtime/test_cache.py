@@ -54,6 +54,8 @@ import numpy as np
 import tilewarp as wp
 import kernels_{tag} as K
 
+wp.set_device("cpu")  # host entries (.so) also on machines with a GPU
+
 a = wp.array(np.arange(8, dtype=np.float32))
 wp.launch(K.scale, dim=8, inputs=[a, 3.0])
 b = wp.zeros(8, dtype=wp.int32)
@@ -362,7 +364,7 @@ def test_log_line_per_compile_and_load_in_process(tmp_path, cache_dir, monkeypat
     write_script(tmp_path / "src", tag="inproc")
     path = tmp_path / "src" / "kernels_inproc.py"
     first = import_file(path, "tw_cache_test_first")
-    a = wp.zeros(4, dtype=float)
+    a = wp.zeros(4, dtype=float, device="cpu")
     wp.launch(first.scale, dim=4, inputs=[a, 1.0])
     wp.launch(first.scale, dim=4, inputs=[a, 1.0])  # already loaded: no more lines
     out = capsys.readouterr().out

@@ -29,7 +29,12 @@ def _kernel_caches(tmp_path_factory):
         mp.setattr(wp.config, "quiet", True)
         if warp is not None:
             mp.setattr(warp.config, "kernel_cache_dir", str(folder / "warp"))
-        yield
+        previous = wp.get_device()
+        wp.set_device("cpu")  # these tests are about the CPU unless they name a device
+        try:
+            yield
+        finally:
+            wp.set_device(previous)
 
 
 def has_gpu() -> bool:
