@@ -239,10 +239,13 @@ template <typename T> TW_FUNC mat_t<4, 4, T> inverse(const mat_t<4, 4, T>& m) {
 }
 
 template <int R, int C, typename T> TW_FUNC T extract(const mat_t<R, C, T>& m, int i, int j) {
+    if (i < 0) i += R;
+    if (j < 0) j += C;
     TW_ASSERT(i >= 0 && i < R && j >= 0 && j < C);
     return m.c[i][j];
 }
 template <int R, int C, typename T> TW_FUNC vec_t<C, T> extract_row(const mat_t<R, C, T>& m, int i) {
+    if (i < 0) i += R;
     TW_ASSERT(i >= 0 && i < R);
     vec_t<C, T> r;
     for (int j = 0; j < C; ++j) r.c[j] = m.c[i][j];
@@ -250,12 +253,15 @@ template <int R, int C, typename T> TW_FUNC vec_t<C, T> extract_row(const mat_t<
 }
 template <int R, int C, typename T>
 TW_FUNC mat_t<R, C, T> with_component(mat_t<R, C, T> m, int i, int j, T v) {
+    if (i < 0) i += R;
+    if (j < 0) j += C;
     TW_ASSERT(i >= 0 && i < R && j >= 0 && j < C);
     m.c[i][j] = v;
     return m;
 }
 template <int R, int C, typename T>
 TW_FUNC mat_t<R, C, T> with_row(mat_t<R, C, T> m, int i, const vec_t<C, T>& v) {
+    if (i < 0) i += R;
     TW_ASSERT(i >= 0 && i < R);
     for (int j = 0; j < C; ++j) m.c[i][j] = v.c[j];
     return m;

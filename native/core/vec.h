@@ -136,11 +136,14 @@ template <int N, typename T> TW_FUNC uint32_t argmax(const vec_t<N, T>& a) {
     return k;
 }
 
+// Negative indices count from the end, as in Warp (v[-1] is the last component).
 template <int N, typename T> TW_FUNC T extract(const vec_t<N, T>& a, int i) {
+    if (i < 0) i += N;
     TW_ASSERT(i >= 0 && i < N);
     return a.c[i];
 }
 template <int N, typename T> TW_FUNC vec_t<N, T> with_component(vec_t<N, T> a, int i, T v) {
+    if (i < 0) i += N;
     TW_ASSERT(i >= 0 && i < N);
     a.c[i] = v;
     return a;

@@ -10,8 +10,8 @@ struct launch_bounds_t {
 };
 
 // Index along dimension k when the kernel unpacks n = wp.tid() components. Row-major over the
-// first n launch dimensions (last fastest); the first component takes the whole quotient, so
-// n == 1 yields the linear task index whatever the launch's ndim.
+// first n launch dimensions (last fastest); the first component takes the whole quotient. A lone
+// wp.tid() is emitted with n = bounds.ndim, k = 0, giving the first coordinate as in Warp.
 TW_FUNC int32_t tid(const launch_bounds_t& b, int64_t task, int k, int n) {
     int64_t t = task;
     for (int d = n - 1; d > k; --d) t /= b.shape[d];

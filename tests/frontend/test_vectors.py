@@ -211,8 +211,6 @@ def test_component_assignment_of_array_elements(mods, device, rng):
     np.testing.assert_array_equal(got[1][:, 1, 0], [[1, 2, 3]] * n)
 
 
-@pytest.mark.xfail(reason="native/core/vec.h extract/with_component assert 0 <= i < N; Warp wraps a negative "
-                          "runtime index (i += N), so v[k - 3] reads outside the vector", strict=False)
 def test_runtime_negative_vector_index(mods, device, rng):
     v = _vecs(rng, 8, 3)
     got = launch_both(mods, "runtime_negative_index", 8, [Arr(v, "vec3"), Arr(np.zeros((8, 4), np.float32))],
