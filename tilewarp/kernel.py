@@ -1,6 +1,7 @@
 """Authoring: ``@kernel``, ``@func``, ``static`` — the objects users decorate functions with."""
 from __future__ import annotations
 
+import ast
 import functools
 import inspect
 import threading
@@ -17,6 +18,15 @@ def _annotation_type(fn, name, annotation, loc_source):
         return None
     if annotation is typing.Any:
         return None
+    if isinstance(annotation, str):  # `from __future__ import annotations`: evaluate where it was written
+        src = loc_source()
+        try:
+            annotation = src.evaluate(ast.parse(annotation, mode="eval").body, {})
+        except Exception as e:
+            raise KernelTypeError(f"annotation {annotation!r} of parameter '{name}' cannot be evaluated: {e}",
+                                  src.loc(src.tree)) from None
+        if annotation is typing.Any:
+            return None
     try:
         return T.value_type(annotation)
     except TypeError as e:

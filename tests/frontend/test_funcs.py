@@ -250,3 +250,27 @@ def test_issue_example_integrate(mods, device, rng):
     np.testing.assert_allclose(tx, rx, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(tv, rv, rtol=1e-4, atol=1e-4)
     assert (tx[:, 1] >= 0.0).all()
+
+
+FUTURE_SRC = '''from __future__ import annotations
+import WP as wp
+
+
+@wp.func
+def twice(v: wp.vec3) -> wp.vec3:
+    return v * 2.0
+
+
+@wp.kernel
+def postponed(a: wp.array(dtype=wp.vec3), s: float):
+    i = wp.tid()
+    a[i] = twice(a[i]) * s
+'''
+
+
+def test_postponed_annotations(device, rng):
+    """`from __future__ import annotations` turns annotations into strings; they still resolve."""
+    mods = load_both(FUTURE_SRC)
+    v = rng.standard_normal((16, 3)).astype(np.float32)
+    got = launch_both(mods, "postponed", 16, [Arr(v, "vec3"), 0.5], device)
+    np.testing.assert_allclose(got[0], v, rtol=1e-6)

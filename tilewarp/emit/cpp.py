@@ -100,7 +100,7 @@ class _Printer:
     def function(self) -> list:
         f = self.fn
         params = ", ".join(f"{cpp_type(p.type)} {names.value(p)}" for p in f.params)
-        self.lines.append(f"// {f.name}  ({f.loc.file}:{f.loc.line})" if f.loc else f"// {f.name}")
+        self.lines.append(f"// func {f.name}")  # no file:line here: moving code must not change the key
         self.lines.append(f"TW_FUNC {cpp_type(f.return_type)} {f.symbol}({params}) {{")
         self.declarations()
         self.statements(f.body)
@@ -117,7 +117,7 @@ class _Printer:
         for p, name in zip(f.params, f.param_names):
             self.line(f"{cpp_type(p.type)} {names.field(name)};")
         self.lines += ["};", ""]
-        self.lines.append(f"// kernel {f.name}  ({f.loc.file}:{f.loc.line})" if f.loc else f"// kernel {f.name}")
+        self.lines.append(f"// kernel {f.name}")
         self.lines.append(f"TW_FORCEINLINE TW_FUNC void {names.body(f.symbol)}(const {args}& args, int64_t task) {{")
         for p, name in zip(f.params, f.param_names):
             self.line(f"{cpp_type(p.type)} {names.value(p)} = args.{names.field(name)};")
