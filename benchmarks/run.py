@@ -200,7 +200,8 @@ def report(results, modules, device):
             note = ""
             if a and "ceiling" in tw and key == "integrate":
                 gbs = nbytes / a / 1e9
-                note = f"{gbs:.1f} GB/s = {100 * nbytes / a / tw['ceiling']:.1f}% of copy {tw['ceiling'] / 1e9:.1f} GB/s"
+                what = "wp.copy (one-thread memmove)" if device == "cpu" else "device copy"
+                note = f"{gbs:.1f} GB/s = {100 * nbytes / a / tw['ceiling']:.1f}% of {what} {tw['ceiling'] / 1e9:.1f} GB/s"
             line(label, a, b, note=note)
     if "launch" in tw or "launch" in ref:
         line("launch overhead (1-thread kernel)", tw.get("launch"), ref.get("launch"), "us", 1e6)
