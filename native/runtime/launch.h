@@ -9,13 +9,20 @@ struct launch_bounds_t {
     int64_t size;  // product of shape[0..ndim)
 };
 
-// Index along dimension k when the kernel unpacks n = wp.tid() components. Row-major over the
-// first n launch dimensions (last fastest); the first component takes the whole quotient. A lone
-// wp.tid() is emitted with n = bounds.ndim, k = 0, giving the first coordinate as in Warp.
-TW_FUNC int32_t tid(const launch_bounds_t& b, int64_t task, int k, int n) {
+// Index along dimension K when the kernel unpacks N = wp.tid() components: row-major over the
+// first N launch dimensions (last fastest), the first component taking the whole quotient.
+// K and N are template arguments so every shape index is a constant: indexing the by-value
+// kernel parameter with a runtime value would force it into local memory on CUDA and turn every
+// array access into a generic (not global) load, halving bandwidth.
+template <int K, int N>
+TW_FUNC int32_t tid(const launch_bounds_t& b, int64_t task) {
     int64_t t = task;
-    for (int d = n - 1; d > k; --d) t /= b.shape[d];
-    return (int32_t)(k == 0 ? t : t % b.shape[k]);
+    for (int d = N - 1; d > K; --d) t /= b.shape[d];
+    return (int32_t)(K == 0 ? t : t % b.shape[K]);
+}
+// A lone wp.tid(): the first coordinate of however many dimensions the launch has (as in Warp).
+TW_FUNC int32_t tid_first(const launch_bounds_t& b, int64_t task) {
+    return (int32_t)(b.ndim == 1 ? task : task / (b.size / b.shape[0]));
 }
 TW_FUNC int32_t tid_linear(int64_t task) { return (int32_t)task; }
 }  // namespace tw

@@ -60,8 +60,9 @@ def _tid(args, template):
 
 def _tid_cpp(args, template):
     k, n = template
-    # a lone wp.tid() in a multi-dimensional launch is the first coordinate, as in Warp 1.19
-    return f"tw::tid(args.bounds, task, {k}, {'args.bounds.ndim' if n == 1 else n})"
+    if n == 1:  # a lone wp.tid(): in a multi-dimensional launch the first coordinate, as in Warp 1.19
+        return "tw::tid_first(args.bounds, task)"
+    return f"tw::tid<{k}, {n}>(args.bounds, task)"
 
 
 def _view_cpp(args, template):
