@@ -9,6 +9,10 @@ from .builtins import REGISTRY as _REGISTRY  # noqa: E402
 from .errors import (  # noqa: E402,F401
     CompileError, CudaError, DeviceError, KernelError, KernelSyntaxError, KernelTypeError, LaunchError,
     TapeError, TileWarpError)
+from .errors import KernelRuntimeError  # noqa: E402,F401
+from .module_options import get_module_options, set_module_options  # noqa: E402,F401
+from .runtime.indexedarray import (  # noqa: E402,F401
+    indexedarray, indexedarray1d, indexedarray2d, indexedarray3d, indexedarray4d)
 from .kernel import Function, Kernel, func, kernel, static  # noqa: E402,F401
 from .runtime.array import (  # noqa: E402,F401
     array, array1d, array2d, array3d, array4d, clone, copy, empty, empty_like, from_numpy, full, full_like,

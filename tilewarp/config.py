@@ -5,7 +5,8 @@ effect for kernels compiled afterwards and always changes the cache key.
 """
 import os
 
-#: "release" or "debug" (debug adds bounds checks and NaN checks).
+#: "release" or "debug": debug builds check every array index and ``assert`` and raise
+#: ``KernelRuntimeError`` after the launch (a module's ``"mode"`` option overrides this).
 mode: str = "release"
 #: Print nothing on compile/load when True.
 quiet: bool = False
@@ -17,5 +18,5 @@ kernel_cache_dir: str | None = None
 fast_math: bool = False
 #: Host C++ compiler; None means $CXX or g++.
 host_compiler: str | None = os.environ.get("CXX")
-#: Check launch arguments (types, devices) on every launch.
+#: After every launch, check the float arrays the kernel writes for NaN/Inf (raises KernelRuntimeError).
 verify_fp: bool = False

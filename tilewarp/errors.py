@@ -31,6 +31,20 @@ class LaunchError(TileWarpError):
     """A launch with wrong arguments (count, type, dtype, device, shape)."""
 
 
+class KernelRuntimeError(TileWarpError):
+    """A check failed while a kernel ran (debug mode or ``wp.config.verify_fp``), raised after the
+    launch. ``kind`` is ``"bounds"``, ``"indexed"``, ``"assert"``, ``"native"`` or ``"nonfinite"``;
+    ``kernel``, ``array`` (the parameter name), ``index``, ``dim`` and ``extent`` say what failed,
+    and ``loc`` where in the user's source (the message starts with its ``file:line:col``)."""
+
+    def __init__(self, message: str, *, kind: str, kernel: str, loc=None, array=None, index=None, dim=None,
+                 extent=None):
+        self.bare_message = message
+        self.kind, self.kernel, self.loc, self.array = kind, kernel, loc, array
+        self.index, self.dim, self.extent = index, dim, extent
+        super().__init__(format_located(message, loc))
+
+
 class CompileError(TileWarpError):
     """The C++ compiler or NVRTC rejected generated code; carries the log and the source path."""
 

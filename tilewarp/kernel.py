@@ -11,6 +11,7 @@ from . import types as T
 from .emit import names
 from .errors import KernelTypeError
 from .frontend import Lowerer, get_source
+from .module_options import check_kernel_options, is_debug
 
 
 def _annotation_type(fn, name, annotation, loc_source):
@@ -85,12 +86,13 @@ _IN_PROGRESS = object()
 class Kernel:
     """A ``@wp.kernel``: lowered at first use, compiled once per device (cached on disk)."""
 
-    def __init__(self, fn, enable_backward=None, module=None, key=None):
+    def __init__(self, fn, enable_backward=None, module=None, key=None, module_options=None):
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.key = key or fn.__qualname__
         self.module = module if isinstance(module, str) else fn.__module__
         self.options = {"enable_backward": enable_backward}
+        self.module_options = check_kernel_options(fn, module, module_options)  # module="unique" only
         self._ir = None
         self._compiled: dict = {}
         self._lock = threading.RLock()
@@ -120,26 +122,27 @@ class Kernel:
         return list(inspect.signature(self.fn).parameters)
 
     def compiled(self, device):
-        """The loaded kernel for ``device`` (built through the pipeline on first use)."""
-        entry = self._compiled.get(device.alias)
+        """The loaded kernel for ``device`` in the current mode (built through the pipeline on first use)."""
+        key = (device.alias, "debug") if is_debug(self) else device.alias
+        entry = self._compiled.get(key)
         if entry is None:
             with self._lock:
-                entry = self._compiled.get(device.alias)
+                entry = self._compiled.get(key)
                 if entry is None:
                     from .pipeline import build
 
-                    entry = self._compiled[device.alias] = build(self, device)
+                    entry = self._compiled[key] = build(self, device)  # reads the mode again
         return entry
 
     def __call__(self, *args, **kwargs):
         raise TypeError(f"kernel {self.key} must be started with wp.launch(), not called")
 
 
-def kernel(f=None, *, enable_backward=None, module=None):
+def kernel(f=None, *, enable_backward=None, module=None, module_options=None):
     """Decorate a Python function as a kernel (``@wp.kernel`` or ``@wp.kernel(enable_backward=False)``)."""
     if f is None:
-        return lambda fn: Kernel(fn, enable_backward=enable_backward, module=module)
-    return Kernel(f, enable_backward=enable_backward, module=module)
+        return lambda fn: Kernel(fn, enable_backward=enable_backward, module=module, module_options=module_options)
+    return Kernel(f, enable_backward=enable_backward, module=module, module_options=module_options)
 
 
 def func(f=None, **kwargs):

@@ -1,6 +1,7 @@
 """The whole chain in one place: parse -> typecheck -> (adjoint) -> emit -> compile -> load."""
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 
@@ -8,6 +9,8 @@ from . import config
 from .compile import compile_cached
 from .compile.options import current
 from .emit import emit_module, names
+from .emit.sites import SiteTable
+from .module_options import is_debug
 from .runtime.launch import ArgPacker
 
 
@@ -18,6 +21,7 @@ class CompiledKernel:
     handle: object
     packer: ArgPacker
     source: str
+    checks: object = None  # runtime.debug.DebugChecks in debug builds: the error slot and its sites
 
 
 def log(message: str) -> None:
@@ -28,13 +32,20 @@ def log(message: str) -> None:
 def build(kernel, device) -> CompiledKernel:
     fn = kernel.ir  # frontend: parse + typecheck (errors name the user's file:line)
     # autodiff (reverse pass over the IR) slots in here, compiled lazily when a Tape needs it
-    source = emit_module(fn)  # emit: one C++ body for both targets
+    debug = is_debug(kernel)  # wp.config.mode, or the kernel's module options
+    sites = SiteTable() if debug else None
+    source = emit_module(fn, sites)  # emit: one C++ body for both targets
     if os.environ.get("TILEWARP_DUMP"):
         from .ir.printer import dump
 
         log(f"IR of {kernel.key}:\n{dump(fn)}")
-    options = current(device.kind, device.arch)
+    options = dataclasses.replace(current(device.kind, device.arch), debug=debug)
     path = compile_cached(source, kernel.key, options, log)  # compile (content-hashed disk cache)
     module = device.backend.load_module(path)  # load
     handle = module.function(names.kernel_entry(fn.symbol))
-    return CompiledKernel(device, module, handle, ArgPacker(fn), source)
+    checks = None
+    if debug:
+        from .runtime.debug import DebugChecks
+
+        checks = DebugChecks(kernel.key, fn, sites.sites, module, device)
+    return CompiledKernel(device, module, handle, ArgPacker(fn), source, checks)

@@ -224,6 +224,18 @@ class ArrayType:
         return f"array(dtype={type_name(self.dtype)}, ndim={self.ndim})"
 
 
+@dataclass(frozen=True, repr=False)
+class IndexedArrayType(ArrayType):
+    """``indexedarray(dtype=T, ndim=D)``: an array (``is_array``) read through per-dimension index arrays."""
+
+    @property
+    def _cpp_(self) -> str:
+        return f"tw::indexedarray_t<{self.dtype._cpp_}, {self.ndim}>"
+
+    def __repr__(self):
+        return f"indexedarray(dtype={type_name(self.dtype)}, ndim={self.ndim})"
+
+
 @dataclass(frozen=True)
 class TupleType:
     """Several values at once: ``wp.tid()`` in a multi-dimensional launch, multiple returns."""
@@ -309,6 +321,8 @@ def ctype_of(t):
         return t._type_
     if is_composite(t):
         return t
+    if isinstance(t, IndexedArrayType):
+        return indexed_descriptor(t.ndim)
     if is_array(t):
         return array_descriptor(t.ndim)
     raise TypeError(f"no ctypes layout for {t!r}")
@@ -335,6 +349,15 @@ def array_descriptor(ndim: int):
             ("data", ctypes.c_uint64), ("grad", ctypes.c_uint64),
             ("shape", ctypes.c_int32 * ndim), ("strides", ctypes.c_int64 * ndim)]})
     return _descriptors[ndim]
+
+
+def indexed_descriptor(ndim: int):
+    """ctypes twin of ``tw::indexedarray_t<T, ndim>``: the data array, index pointers, shape (int32)."""
+    key = ("indexed", ndim)
+    if key not in _descriptors:
+        _descriptors[key] = type(f"indexedarray_desc{ndim}", (ctypes.Structure,), {"_fields_": [
+            ("arr", array_descriptor(ndim)), ("indices", ctypes.c_uint64 * ndim), ("shape", ctypes.c_int32 * ndim)]})
+    return _descriptors[key]
 
 
 class LaunchBounds(ctypes.Structure):

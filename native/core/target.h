@@ -50,28 +50,36 @@ typedef unsigned long long uint64_t;
 #endif
 
 // ---------------------------------------------------------------------------------------
-// Debug error slot. One per module (= one kernel): the host reads `tw_error_state` after a
-// debug launch (cuModuleGetGlobal on CUDA, dlsym on CPU) and reports the first failure.
+// Debug error slot. One per module (= one kernel): the host resets `tw_error_state` before a
+// debug launch, reads it after (cuModuleGetGlobal on CUDA, dlsym on CPU) and reports the first
+// failure. Generated code names places by *site* ids, not file:line: the host keeps the table
+// site -> (user file:line, array), so moving a script never changes a kernel's cache key.
 namespace tw {
-enum error_code : int32_t { ERR_NONE = 0, ERR_BOUNDS = 1, ERR_ASSERT = 2, ERR_NAN = 3 };
+enum error_code : int32_t {
+    ERR_NONE = 0,
+    ERR_BOUNDS = 1,   // array index outside [-extent, extent) of dimension `dim`
+    ERR_ASSERT = 2,   // a user `assert` (site >= 0) or a native check (site -1, index = header line)
+    ERR_NAN = 3,
+    ERR_INDEXED = 4,  // an indexedarray's index array maps `index` outside its data array's `extent`
+};
 
 struct error_state_t {
     int32_t code;   // error_code of the first failure, 0 if none
-    int32_t line;   // source line (__LINE__ of the emitted code; follows #line), -1 if unknown
-    int32_t arg;    // array argument id given by the emitter, -1 if unknown
+    int32_t site;   // emitter site id (the host maps it to file:line and array), -1 if unknown
+    int32_t arg;    // kernel argument index of the array, -1 if unknown
     int32_t dim;    // offending dimension for bounds errors
     int64_t index;  // offending index
     int64_t extent; // shape of that dimension
 };
 
-// Where an access happens, so a bounds error can name "line, array".
+// Where an access happens: the emitter's site id and the kernel argument it reaches, or -1.
 struct src_loc {
-    int32_t line;
+    int32_t site;
     int32_t arg;
 };
 }  // namespace tw
 
-#define TW_LOC(ARG) (tw::src_loc{__LINE__, (ARG)})
+#define TW_LOC(SITE, ARG) (tw::src_loc{(SITE), (ARG)})
 
 #if defined(TW_DEBUG)
 #if TW_IS_CUDA
@@ -87,7 +95,7 @@ TW_EXPORT __attribute__((weak)) tw::error_state_t tw_error_state = {0, 0, 0, 0, 
 
 namespace tw {
 // Records only the first failure: whoever flips `code` from 0 writes the details.
-TW_FUNC void report_error(int32_t code, int32_t line, int32_t arg, int32_t dim, int64_t index,
+TW_FUNC void report_error(int32_t code, int32_t site, int32_t arg, int32_t dim, int64_t index,
                           int64_t extent) {
 #if TW_IS_CUDA
     if (atomicCAS(&tw_error_state.code, 0, code) != 0) return;
@@ -97,18 +105,27 @@ TW_FUNC void report_error(int32_t code, int32_t line, int32_t arg, int32_t dim, 
                                      __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
         return;
 #endif
-    tw_error_state.line = line;
+    tw_error_state.site = site;
     tw_error_state.arg = arg;
     tw_error_state.dim = dim;
     tw_error_state.index = index;
     tw_error_state.extent = extent;
 }
+TW_FUNC constexpr bool debug_build() { return true; }
 }  // namespace tw
 
+// Native-internal checks (no user site): the header line goes into `index`.
 #define TW_ASSERT(cond) \
-    do { if (!(cond)) tw::report_error(tw::ERR_ASSERT, __LINE__, -1, -1, 0, 0); } while (0)
+    do { if (!(cond)) tw::report_error(tw::ERR_ASSERT, -1, -1, -1, __LINE__, 0); } while (0)
+// A user `assert` at emitter site SITE.
+#define TW_ASSERT_AT(cond, SITE) \
+    do { if (!(cond)) tw::report_error(tw::ERR_ASSERT, (SITE), -1, -1, 0, 0); } while (0)
 #else
+namespace tw {
+TW_FUNC constexpr bool debug_build() { return false; }
+}  // namespace tw
 #define TW_ASSERT(cond) do { } while (0)
+#define TW_ASSERT_AT(cond, SITE) do { } while (0)
 #endif
 
 namespace tw {

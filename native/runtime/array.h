@@ -1,148 +1,226 @@
 // Strided arrays: tw::array_t<T, D> = { T* data; T* grad; int32 shape[D]; int64 strides[D] }.
 // Strides are in bytes, so views with any layout (transposes, slices) share one code path.
+// tw::indexedarray_t<T, D> = { array_t<T, D> arr; int32* indices[D]; int32 shape[D] }: dimension d
+// goes through indices[d] when it is not null (Warp's wp.indexedarray).
 #pragma once
 #include "../core/vec.h"
 
 namespace tw {
 template <typename T, int D> struct array_t {
+    typedef T value_type;
     T* data;
     T* grad;
     int32_t shape[D];
     int64_t strides[D];
 };
 
+template <typename T, int D> struct indexedarray_t {
+    typedef T value_type;
+    array_t<T, D> arr;
+    int32_t* indices[D];  // per dimension; nullptr: that dimension is not indexed
+    int32_t shape[D];     // len(indices[d]) where indexed, else arr.shape[d]
+};
+
 namespace detail {
 TW_FUNC char* byte_ptr(const void* p) { return (char*)p; }
 
-// True if every index is inside the shape; in debug mode the first failure is recorded.
-template <typename T, int D>
-TW_FUNC bool in_bounds(const array_t<T, D>& a, const int64_t (&idx)[D], src_loc loc) {
+// Negative indices count from the end, as in Warp (a[-1] is the last element). In debug builds
+// an index outside [-extent, extent) records the first failure and gives false. `dim0` is the
+// first dimension's number in the array the user indexed (views peel dimensions off).
+template <int D>
+TW_FUNC bool wrap(const int32_t (&shape)[D], int64_t (&idx)[D], src_loc loc, int dim0 = 0) {
+    for (int d = 0; d < D; ++d) {
+        int64_t i = idx[d];
+        if (i < 0) i += shape[d];
 #if defined(TW_DEBUG)
-    for (int d = 0; d < D; ++d)
-        if (idx[d] < 0 || idx[d] >= a.shape[d]) {
-            report_error(ERR_BOUNDS, loc.line, loc.arg, d, idx[d], a.shape[d]);
+        if (i < 0 || i >= shape[d]) {
+            report_error(ERR_BOUNDS, loc.site, loc.arg, dim0 + d, idx[d], shape[d]);
             return false;
         }
 #else
-    (void)a; (void)idx; (void)loc;
+        (void)loc; (void)dim0;
 #endif
+        idx[d] = i;
+    }
     return true;
+}
+// Indexed dimensions: the position in the index array becomes the data array's index.
+template <typename T, int D>
+TW_FUNC bool map_indices(const indexedarray_t<T, D>& a, int64_t (&idx)[D], src_loc loc, int dim0 = 0) {
+    for (int d = 0; d < D; ++d) {
+        if (!a.indices[d]) continue;
+        const int64_t j = a.indices[d][idx[d]];
+#if defined(TW_DEBUG)
+        if (j < 0 || j >= a.arr.shape[d]) {
+            report_error(ERR_INDEXED, loc.site, loc.arg, dim0 + d, j, a.arr.shape[d]);
+            return false;
+        }
+#endif
+        idx[d] = j;
+    }
+    return true;
+}
+template <typename T, int D> TW_FUNC bool resolve(const array_t<T, D>& a, int64_t (&idx)[D], src_loc loc) {
+    return wrap(a.shape, idx, loc);
+}
+template <typename T, int D>
+TW_FUNC bool resolve(const indexedarray_t<T, D>& a, int64_t (&idx)[D], src_loc loc) {
+    return wrap(a.shape, idx, loc) && map_indices(a, idx, loc);
+}
+template <typename T, int D> TW_FUNC const array_t<T, D>& data_of(const array_t<T, D>& a) { return a; }
+template <typename T, int D> TW_FUNC const array_t<T, D>& data_of(const indexedarray_t<T, D>& a) {
+    return a.arr;
 }
 template <typename T, int D> TW_FUNC T* offset(T* base, const array_t<T, D>& a, const int64_t (&idx)[D]) {
     int64_t off = 0;
     for (int d = 0; d < D; ++d) off += idx[d] * a.strides[d];
     return (T*)(byte_ptr(base) + off);
 }
+template <typename A> struct ndim_of;
+template <typename T, int D> struct ndim_of<array_t<T, D>> { static constexpr int value = D; };
+template <typename T, int D> struct ndim_of<indexedarray_t<T, D>> { static constexpr int value = D; };
 }  // namespace detail
 
-// Element access. The src_loc overloads let debug code name the line and array; without
-// TW_DEBUG both compile to the same plain byte arithmetic. Out of bounds (debug): address()
-// gives nullptr, load() gives T() and store() does nothing, so the kernel runs to the end.
-template <typename T, int D, typename... I>
-TW_FUNC T* address(src_loc loc, const array_t<T, D>& a, I... i) {
+// Element access on array_t and indexedarray_t alike (A). The src_loc overloads let debug code
+// name the site and array; without TW_DEBUG both compile to the same plain byte arithmetic. Out
+// of bounds (debug): address() gives nullptr, load() gives T() and store() does nothing, so the
+// kernel runs to the end without touching memory it does not own.
+template <typename A, typename... I>
+TW_FUNC typename A::value_type* address(src_loc loc, const A& a, I... i) {
+    constexpr int D = detail::ndim_of<A>::value;
     static_assert(sizeof...(I) == D, "index count must match the array's ndim");
-    const int64_t idx[D] = {(int64_t)i...};
-    if (!detail::in_bounds(a, idx, loc)) return nullptr;
-    return detail::offset(a.data, a, idx);
+    int64_t idx[D] = {(int64_t)i...};
+    if (!detail::resolve(a, idx, loc)) return nullptr;
+    return detail::offset(detail::data_of(a).data, detail::data_of(a), idx);
 }
-template <typename T, int D, typename... I> TW_FUNC T* address(const array_t<T, D>& a, I... i) {
+template <typename A, typename... I> TW_FUNC typename A::value_type* address(const A& a, I... i) {
     return address(src_loc{-1, -1}, a, i...);
 }
 // Same element in the gradient buffer; nullptr when the array carries no gradient.
 template <typename T, int D, typename... I>
 TW_FUNC T* grad_address(src_loc loc, const array_t<T, D>& a, I... i) {
     static_assert(sizeof...(I) == D, "index count must match the array's ndim");
-    const int64_t idx[D] = {(int64_t)i...};
-    if (!a.grad || !detail::in_bounds(a, idx, loc)) return nullptr;
+    int64_t idx[D] = {(int64_t)i...};
+    if (!a.grad || !detail::resolve(a, idx, loc)) return nullptr;
     return detail::offset(a.grad, a, idx);
 }
 template <typename T, int D, typename... I> TW_FUNC T* grad_address(const array_t<T, D>& a, I... i) {
     return grad_address(src_loc{-1, -1}, a, i...);
 }
-template <typename T, int D, typename... I> TW_FUNC T load(src_loc loc, const array_t<T, D>& a, I... i) {
+template <typename A, typename... I> TW_FUNC typename A::value_type load(src_loc loc, const A& a, I... i) {
 #if defined(TW_DEBUG)
-    const T* p = address(loc, a, i...);
-    return p ? *p : T();
+    const typename A::value_type* p = address(loc, a, i...);
+    return p ? *p : typename A::value_type();
 #else
     return *address(loc, a, i...);
 #endif
 }
-template <typename T, int D, typename... I> TW_FUNC T load(const array_t<T, D>& a, I... i) {
+template <typename A, typename... I> TW_FUNC typename A::value_type load(const A& a, I... i) {
     return load(src_loc{-1, -1}, a, i...);
 }
 
-// store(arr, i0[, i1, i2, i3], value): the value never takes part in deducing T.
+// store(arr, i0[, i1, i2, i3], value): the value never takes part in deducing the element type.
 namespace detail {
-template <typename T> struct type_identity { typedef T type; };
-template <typename T, int D>
-TW_FUNC void store_at(src_loc loc, const array_t<T, D>& a, const int64_t (&idx)[D], const T& v) {
-#if defined(TW_DEBUG)
-    if (!in_bounds(a, idx, loc)) return;
-#else
-    (void)loc;
-#endif
-    *offset(a.data, a, idx) = v;
+template <typename A, int D>
+TW_FUNC void store_at(src_loc loc, const A& a, const int64_t (&at)[D], const typename A::value_type& v) {
+    static_assert(ndim_of<A>::value == D, "index count must match the array's ndim");
+    int64_t idx[D];
+    for (int d = 0; d < D; ++d) idx[d] = at[d];
+    if (!resolve(a, idx, loc)) return;
+    *offset(data_of(a).data, data_of(a), idx) = v;
 }
 }  // namespace detail
-#define TW_V const typename detail::type_identity<T>::type& v
-template <typename T> TW_FUNC void store(src_loc l, const array_t<T, 1>& a, int64_t i0, TW_V) {
+#define TW_V const typename A::value_type& v
+template <typename A> TW_FUNC void store(src_loc l, const A& a, int64_t i0, TW_V) {
     detail::store_at(l, a, {i0}, v);
 }
-template <typename T> TW_FUNC void store(src_loc l, const array_t<T, 2>& a, int64_t i0, int64_t i1, TW_V) {
+template <typename A> TW_FUNC void store(src_loc l, const A& a, int64_t i0, int64_t i1, TW_V) {
     detail::store_at(l, a, {i0, i1}, v);
 }
-template <typename T>
-TW_FUNC void store(src_loc l, const array_t<T, 3>& a, int64_t i0, int64_t i1, int64_t i2, TW_V) {
+template <typename A> TW_FUNC void store(src_loc l, const A& a, int64_t i0, int64_t i1, int64_t i2, TW_V) {
     detail::store_at(l, a, {i0, i1, i2}, v);
 }
-template <typename T>
-TW_FUNC void store(src_loc l, const array_t<T, 4>& a, int64_t i0, int64_t i1, int64_t i2, int64_t i3, TW_V) {
+template <typename A>
+TW_FUNC void store(src_loc l, const A& a, int64_t i0, int64_t i1, int64_t i2, int64_t i3, TW_V) {
     detail::store_at(l, a, {i0, i1, i2, i3}, v);
 }
-template <typename T> TW_FUNC void store(const array_t<T, 1>& a, int64_t i0, TW_V) {
+template <typename A> TW_FUNC void store(const A& a, int64_t i0, TW_V) {
     detail::store_at(src_loc{-1, -1}, a, {i0}, v);
 }
-template <typename T> TW_FUNC void store(const array_t<T, 2>& a, int64_t i0, int64_t i1, TW_V) {
+template <typename A> TW_FUNC void store(const A& a, int64_t i0, int64_t i1, TW_V) {
     detail::store_at(src_loc{-1, -1}, a, {i0, i1}, v);
 }
-template <typename T> TW_FUNC void store(const array_t<T, 3>& a, int64_t i0, int64_t i1, int64_t i2, TW_V) {
+template <typename A> TW_FUNC void store(const A& a, int64_t i0, int64_t i1, int64_t i2, TW_V) {
     detail::store_at(src_loc{-1, -1}, a, {i0, i1, i2}, v);
 }
-template <typename T>
-TW_FUNC void store(const array_t<T, 4>& a, int64_t i0, int64_t i1, int64_t i2, int64_t i3, TW_V) {
+template <typename A> TW_FUNC void store(const A& a, int64_t i0, int64_t i1, int64_t i2, int64_t i3, TW_V) {
     detail::store_at(src_loc{-1, -1}, a, {i0, i1, i2, i3}, v);
 }
 #undef TW_V
 
-// arr[i] on a D > 1 array: the sub-array at i along the first dimension.
-template <typename T, int D> TW_FUNC array_t<T, D - 1> view(src_loc loc, const array_t<T, D>& a, int64_t i) {
+// arr[i] on a D > 1 array: the sub-array at i along the first dimension. `dim` is that
+// dimension's number in the array the user indexed, for error messages.
+namespace detail {
+template <typename T, int D>
+TW_FUNC array_t<T, D - 1> view1(src_loc loc, const array_t<T, D>& a, int64_t i, int dim) {
     static_assert(D > 1, "view() needs at least 2 dimensions");
+    int64_t idx[1] = {i};
+    const int32_t extent[1] = {a.shape[0]};
+    if (!wrap(extent, idx, loc, dim)) idx[0] = 0;  // debug: keep the view well-formed (already flagged)
     array_t<T, D - 1> r;
-#if defined(TW_DEBUG)
-    if (i < 0 || i >= a.shape[0]) {
-        report_error(ERR_BOUNDS, loc.line, loc.arg, 0, i, a.shape[0]);
-        i = 0;  // keep the view well-formed; its accesses are already flagged
-    }
-#else
-    (void)loc;
-#endif
-    const int64_t off = i * a.strides[0];
-    r.data = (T*)(detail::byte_ptr(a.data) + off);
-    r.grad = a.grad ? (T*)(detail::byte_ptr(a.grad) + off) : nullptr;
+    const int64_t off = idx[0] * a.strides[0];
+    r.data = (T*)(byte_ptr(a.data) + off);
+    r.grad = a.grad ? (T*)(byte_ptr(a.grad) + off) : nullptr;
     for (int d = 1; d < D; ++d) {
         r.shape[d - 1] = a.shape[d];
         r.strides[d - 1] = a.strides[d];
     }
     return r;
 }
-template <typename T, int D> TW_FUNC array_t<T, D - 1> view(const array_t<T, D>& a, int64_t i) {
-    return view(src_loc{-1, -1}, a, i);
-}
-
-template <typename T, int D> TW_FUNC vec_t<D, int32_t> shape(const array_t<T, D>& a) {
-    vec_t<D, int32_t> r;
-    for (int d = 0; d < D; ++d) r.c[d] = a.shape[d];
+template <typename T, int D>
+TW_FUNC indexedarray_t<T, D - 1> view1(src_loc loc, const indexedarray_t<T, D>& a, int64_t i, int dim) {
+    static_assert(D > 1, "view() needs at least 2 dimensions");
+    int64_t idx[1] = {i};
+    const int32_t extent[1] = {a.shape[0]};
+    if (!wrap(extent, idx, loc, dim)) {
+        idx[0] = 0;  // debug: already flagged; point at the first row without reading indices
+    } else if (a.indices[0]) {
+        const int64_t j = a.indices[0][idx[0]];
+#if defined(TW_DEBUG)
+        if (j < 0 || j >= a.arr.shape[0]) {
+            report_error(ERR_INDEXED, loc.site, loc.arg, dim, j, a.arr.shape[0]);
+            idx[0] = 0;
+        } else
+#endif
+            idx[0] = j;
+    }
+    indexedarray_t<T, D - 1> r;
+    r.arr = view1(loc, a.arr, idx[0], dim);
+    for (int d = 1; d < D; ++d) {
+        r.indices[d - 1] = a.indices[d];
+        r.shape[d - 1] = a.shape[d];
+    }
     return r;
 }
-template <typename T, int D> TW_FUNC int32_t len(const array_t<T, D>& a) { return a.shape[0]; }
+}  // namespace detail
+#define TW_IS_ARRAY(A) int = detail::ndim_of<A>::value
+template <typename A, TW_IS_ARRAY(A)> TW_FUNC auto view(src_loc loc, const A& a, int64_t i) {
+    return detail::view1(loc, a, i, 0);
+}
+template <typename A, TW_IS_ARRAY(A)> TW_FUNC auto view(src_loc loc, const A& a, int64_t i, int64_t j) {
+    return detail::view1(loc, detail::view1(loc, a, i, 0), j, 1);
+}
+template <typename A, TW_IS_ARRAY(A)>
+TW_FUNC auto view(src_loc loc, const A& a, int64_t i, int64_t j, int64_t k) {
+    return detail::view1(loc, detail::view1(loc, detail::view1(loc, a, i, 0), j, 1), k, 2);
+}
+template <typename A, TW_IS_ARRAY(A)> TW_FUNC auto view(const A& a, int64_t i) { return view(src_loc{-1, -1}, a, i); }
+
+template <typename A> TW_FUNC vec_t<detail::ndim_of<A>::value, int32_t> shape(const A& a) {
+    vec_t<detail::ndim_of<A>::value, int32_t> r;
+    for (int d = 0; d < detail::ndim_of<A>::value; ++d) r.c[d] = a.shape[d];
+    return r;
+}
+template <typename A, TW_IS_ARRAY(A)> TW_FUNC int32_t len(const A& a) { return a.shape[0]; }
+#undef TW_IS_ARRAY
 }  // namespace tw

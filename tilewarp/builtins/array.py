@@ -1,4 +1,4 @@
-"""Array access, launch indices and atomics."""
+"""Array access, launch indices, atomics and debug-build checks (``assert``)."""
 from __future__ import annotations
 
 from .. import types as T
@@ -27,7 +27,7 @@ def _view(args, template):
     _indices(arr, idx)
     if len(idx) >= arr.ndim:
         fail(f"a view of a {arr.ndim}-d array takes fewer than {arr.ndim} indices")
-    return T.ArrayType(arr.dtype, arr.ndim - len(idx))
+    return type(arr)(arr.dtype, arr.ndim - len(idx))  # a view of an indexedarray is one too
 
 
 def _store(args, template):
@@ -77,7 +77,31 @@ def _address(args):
     return f"tw::address({', '.join(args[:-1])})"
 
 
+#: Builtins that debug builds emit with a ``tw::src_loc{site, arg}`` first argument, so a failed
+#: check names the user's file:line and the array (see ``emit_located``).
+LOCATED = {"load", "store", "view", "_assert"}
+
+
+def emit_located(b: Builtin, site: int, arg: int, args: list, template) -> str:
+    """Debug-build C++ for a ``LOCATED`` builtin: the same call with its site and array argument."""
+    loc = f"TW_LOC({site}, {arg})"
+    if b.name == "_assert":
+        return f"TW_ASSERT_AT({args[0]}, {site})"
+    if b.name == "view":  # one call, so a bad index names its dimension in the indexed array
+        return f"tw::view({loc}, {', '.join(args)})"
+    if b.emit is not None:  # atomics: tw::atomic_x(tw::address(loc, arr, i...), v)
+        return b.emit([loc, *args], template)
+    return f"{b.cpp}({loc}, {', '.join(args)})"
+
+
+def _assert_rule(args, template):
+    if len(args) != 1 or args[0] is not T.bool_:
+        fail(f"expects one bool, got ({names(args)})")
+    return None
+
+
 def _atomic_entry(name, differentiable=True):
+    LOCATED.add(f"atomic_{name}")
     return Builtin(f"atomic_{name}", _atomic, f"tw::atomic_{name}", side_effect=True, unify_literals=False,
                    differentiable=differentiable, adjoint=f"tw::adj_atomic_{name}" if differentiable else None,
                    emit=lambda a, t: f"tw::atomic_{name}({_address(a)}, {a[-1]})")
@@ -95,4 +119,9 @@ register(
     _atomic_entry("sub"),
     _atomic_entry("min"),
     _atomic_entry("max"),
+    # `assert cond` (frontend): `if (tw::debug_build()) TW_ASSERT_AT(cond, site)`, so release builds
+    # drop the check and its condition, as Warp compiles asserts out of release kernels
+    Builtin("_debug_build", lambda args, template: T.bool_, "tw::debug_build", differentiable=False),
+    Builtin("_assert", _assert_rule, "TW_ASSERT_AT", side_effect=True, differentiable=False,
+            emit=lambda a, t: f"TW_ASSERT_AT({a[0]}, -1)"),
 )

@@ -6,16 +6,20 @@ import math
 import numpy as np
 
 from .. import types as T
+from ..builtins.array import LOCATED, emit_located
 from ..ir import nodes as ir
 from . import names
 
 
-def emit_module(kernel: ir.Function) -> str:
-    """The whole translation unit of one kernel: its functions, argument struct, body, entry."""
+def emit_module(kernel: ir.Function, sites=None) -> str:
+    """The whole translation unit of one kernel: its functions, argument struct, body, entry.
+
+    With ``sites`` (an ``emit.sites.SiteTable``, debug builds) every checked array access and
+    ``assert`` carries its site number, and the table records what each number means."""
     out = ['#include "tilewarp.h"', "", "namespace {", ""]
     for f in callees_in_order(kernel):
-        out += _Printer(f).function()
-    out += _Printer(kernel).kernel()
+        out += _Printer(f, sites).function()
+    out += _Printer(kernel, sites).kernel()
     out += ["}  // namespace", "",
             f"TW_KERNEL_ENTRY({names.kernel_entry(kernel.symbol)}, {names.args_struct(kernel.symbol)}, "
             f"{names.body(kernel.symbol)})", ""]
@@ -71,21 +75,25 @@ def ref(v: ir.Value) -> str:
     return literal(v) if v.is_const else names.value(v)
 
 
-def expression(op) -> str:
+def expression(op, located=None) -> str:
+    """C++ for ``op``; ``located`` is ``(site, arg)`` for a checked access in a debug build."""
     if isinstance(op, ir.Copy):
         return ref(op.src)
     args = [ref(a) for a in op.args]
     if isinstance(op, ir.FuncCall):
         return f"{op.func.symbol}({', '.join(args)})"
     b = op.builtin
+    if located is not None:
+        return emit_located(b, *located, args, op.template)
     if b.emit is not None:
         return b.emit(args, op.template)
     return f"{b.cpp}({', '.join(args)})"
 
 
 class _Printer:
-    def __init__(self, fn: ir.Function):
+    def __init__(self, fn: ir.Function, sites=None):
         self.fn = fn
+        self.sites = sites
         self.lines: list = []
         self.depth = 1
         self.last_text = None
@@ -144,7 +152,8 @@ class _Printer:
         self.line(tail)
 
     def stmt_Assign(self, s: ir.Assign):
-        expr = expression(s.op)
+        located = self.sites.locate(self.fn, s, LOCATED) if self.sites is not None else None
+        expr = expression(s.op, located)
         self.line(f"{names.value(s.dst)} = {expr};" if s.dst is not None else f"{expr};")
 
     def stmt_If(self, s: ir.If):

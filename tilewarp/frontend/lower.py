@@ -300,7 +300,13 @@ class Lowerer:
         pass
 
     def visit_Assert(self, node):
-        pass  # as in Warp, asserts are compiled out of release kernels
+        # checked in debug builds only: the condition runs under `if (tw::debug_build())`, which
+        # release builds fold away, as Warp compiles asserts out of release kernels
+        debug = self.call("_debug_build", [], node)
+        saved, self.stmts = self.stmts, []
+        self.call("_assert", [self.truth(self.value(node.test), node)], node, discard=True)
+        body, self.stmts = self.stmts, saved
+        self.stmts.append(ir.If(debug, body, [], (), self.src.loc(node)))
 
     def visit_Assign(self, node):
         if len(node.targets) != 1:

@@ -5,12 +5,15 @@ import ctypes
 
 import numpy as np
 
+from .. import config
 from .. import types as T
 from ..emit import names
 from ..errors import LaunchError, TileWarpError
 from ..ir import nodes as ir
 from .array import array
+from .debug import checked_launch
 from .device import Device, get_device
+from .indexedarray import converter as indexed_converter
 
 
 def _converter(t, name):
@@ -20,6 +23,8 @@ def _converter(t, name):
         got = what or (f"array of {T.type_name(value.dtype)}" if isinstance(value, array) else type(value).__name__)
         return LaunchError(f"argument '{name}' expects {T.type_name(t)}, got {got}")
 
+    if isinstance(t, T.IndexedArrayType):
+        return indexed_converter(t, name)
     if T.is_array(t):
         empty = T.array_descriptor(t.ndim)
         dtype, ndim = t.dtype, t.ndim
@@ -87,6 +92,7 @@ class ArgPacker:
     MAX_CACHED_BOUNDS = 64
 
     def __init__(self, fn: ir.Function):
+        self.fn = fn
         self.names = list(fn.param_names)
         fields = [("bounds", T.LaunchBounds)] + [(names.field(n), T.ctype_of(p.type))
                                                  for n, p in zip(fn.param_names, fn.params)]
@@ -143,11 +149,15 @@ def launch_bounds(dim, tid_n: int):
 class Launch:
     """A packed launch that can be replayed cheaply (``record_cmd=True``)."""
 
-    def __init__(self, compiled, args, size, block_dim):
+    def __init__(self, compiled, args, size, block_dim, values=()):
         self.compiled, self.args, self.size, self.block_dim = compiled, args, size, block_dim
+        self.values = values  # kept for the checks after a debug / verify_fp launch
 
     def launch(self):
         if self.size:
+            if self.compiled.checks is not None or config.verify_fp:
+                checked_launch(self.compiled, self.args, self.size, self.block_dim, self.values)
+                return
             backend = self.compiled.device.backend
             backend.launch(self.compiled.handle, ctypes.addressof(self.args), self.size, self.block_dim)
 
@@ -175,7 +185,10 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     args = packer.pack(values, device, bounds)
     size = bounds.size
     if record_cmd:
-        return Launch(compiled, args, size, block_dim)
+        return Launch(compiled, args, size, block_dim, values)
     if size:
-        device.backend.launch(compiled.handle, ctypes.addressof(args), size, block_dim)
+        if compiled.checks is not None or config.verify_fp:  # debug build / wp.config.verify_fp
+            checked_launch(compiled, args, size, block_dim, values)
+        else:
+            device.backend.launch(compiled.handle, ctypes.addressof(args), size, block_dim)
     return None

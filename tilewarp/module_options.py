@@ -1,0 +1,73 @@
+"""Per-module compile options: ``wp.set_module_options`` / ``wp.get_module_options`` (Warp's names).
+
+A "module" is the Python module a kernel is defined in (``fn.__module__``), or the kernel alone for
+``@wp.kernel(module="unique", module_options={...})``. Options here override ``wp.config`` for
+that module's kernels; tilewarp acts on ``mode`` ("debug" / "release"; None defers to
+``wp.config.mode``) and keeps the others so code written for Warp runs unchanged.
+"""
+from __future__ import annotations
+
+import sys
+
+from . import config
+
+#: Warp 1.19's module options and defaults (``get_module_options`` returns all of them).
+DEFAULTS = {
+    "max_unroll": 16, "enable_backward": True, "enable_mathdx_gemm": None, "enable_mathdx_solver": None,
+    "enable_mathdx_fft": None, "fast_math": False, "fuse_fp": True, "lineinfo": False, "cuda_output": None,
+    "mode": None, "optimization_level": None, "cpu_compiler_flags": None, "block_dim": 256,
+    "compile_time_trace": False, "strip_hash": False, "extra_build_options": None, "deterministic": 0,
+    "deterministic_max_records": 0, "default_grid_stride": None,
+}
+
+_OPTIONS: dict = {}  # Python module name -> its options dict
+
+
+def _module_name(module, depth: int) -> str:
+    if module is None:
+        return sys._getframe(depth + 1).f_globals.get("__name__", "__main__")
+    return module if isinstance(module, str) else module.__name__
+
+
+def _options_of(name: str) -> dict:
+    opts = _OPTIONS.get(name)
+    if opts is None:
+        opts = _OPTIONS[name] = dict(DEFAULTS)
+    return opts
+
+
+def set_module_options(options: dict, module=None) -> None:
+    """Set options for the calling module (or ``module``: a module object or its name)."""
+    _options_of(_module_name(module, 1)).update(options)
+
+
+def get_module_options(module=None) -> dict:
+    """The options of the calling module (or ``module``); changes to the dict take effect."""
+    return _options_of(_module_name(module, 1))
+
+
+def check_kernel_options(fn, module, module_options) -> dict:
+    """Validate ``@wp.kernel(module_options=...)`` as Warp does (needs ``module="unique"``)."""
+    if module_options is None:
+        return {}
+    if not isinstance(module_options, dict):
+        raise TypeError(f"@wp.kernel for '{fn.__name__}': module_options must be a dict, "
+                        f"got {type(module_options).__name__}.")
+    if module != "unique":
+        raise ValueError(f"@wp.kernel for '{fn.__name__}': module_options requires module=\"unique\". "
+                         "Use wp.set_module_options() to set module-level options for a shared module.")
+    unknown = sorted(set(module_options) - set(DEFAULTS))
+    if unknown:
+        raise ValueError(f"@wp.kernel for '{fn.__name__}': unknown module_options: "
+                         f"{', '.join(repr(k) for k in unknown)}. "
+                         f"Valid options are: {', '.join(repr(k) for k in sorted(DEFAULTS))}.")
+    return dict(module_options)
+
+
+def is_debug(kernel) -> bool:
+    """Whether ``kernel`` compiles in debug mode now: its own options, then its module's, then config."""
+    mode = kernel.module_options.get("mode")
+    if mode is None:
+        opts = _OPTIONS.get(kernel.module)
+        mode = opts.get("mode") if opts else None
+    return (mode or config.mode) == "debug"
