@@ -4,6 +4,7 @@
 #include "core/scalar.h"
 #include "core/vec.h"
 #include "core/mat.h"
+#include "core/struct.h"
 #include "runtime/launch.h"
 #include "runtime/array.h"
 #include "runtime/atomic.h"

@@ -21,6 +21,7 @@ from .runtime.device import (  # noqa: E402,F401
     Device, ScopedDevice, get_cuda_device_count, get_cuda_devices, get_device, get_devices,
     get_preferred_device, is_cuda_available, set_device, synchronize)
 from .runtime.launch import Launch, launch  # noqa: E402,F401
+from .structs import struct  # noqa: E402,F401
 from .types import (  # noqa: E402,F401
     constant, float16, float32, float64, half, int8, int16, int32, int64, mat22, mat22d, mat33, mat33d, mat44,
     mat44d, matrix, uint8, uint16, uint32, uint64, vec2, vec2d, vec2h, vec2i, vec3, vec3d, vec3h, vec3i, vec4,
@@ -30,7 +31,8 @@ from .types import bool_ as bool  # noqa: E402,F401
 # kernel-side builtins users call as wp.<name> (operators are reached through Python syntax)
 _HIDDEN = {"add", "sub", "mul", "matmul", "div", "mod", "floordiv", "neg", "pos", "eq", "ne", "lt", "le", "gt",
            "ge", "bool_not", "construct", "extract", "with_component", "extract_row", "with_row", "load", "view",
-           "store", "shape", "cast", "invert"}
+           "store", "shape", "cast", "invert",
+           "struct_new", "struct_get", "struct_set"}
 globals().update({name: b for name, b in _REGISTRY.items() if name not in _HIDDEN})
 # operators also exist as functions in Warp (wp.add, wp.mul, ...)
 globals().update({name: _REGISTRY[name] for name in ("add", "sub", "mul", "div", "mod", "neg")})

@@ -278,6 +278,11 @@ def is_array(t) -> bool:
     return isinstance(t, ArrayType)
 
 
+def is_struct(t) -> bool:
+    """A ``@wp.struct`` class (structs.py; recognised by its field table to avoid an import cycle)."""
+    return isinstance(t, type) and bool(getattr(t, "_tw_fields_", None))
+
+
 def scalar_of(t):
     """The scalar type of a scalar, vector or matrix type."""
     return t._wp_scalar_type_ if is_composite(t) else t
@@ -303,7 +308,7 @@ def value_type(t):
     """Normalise an annotation (``float``, ``wp.vec3``, ``wp.array(...)``) to a kernel type."""
     if t in python_scalar_aliases:
         return python_scalar_aliases[t]
-    if is_scalar(t) or is_composite(t) or isinstance(t, (ArrayType, TupleType)):
+    if is_scalar(t) or is_composite(t) or is_struct(t) or isinstance(t, (ArrayType, TupleType)):
         return t
     as_annotation = getattr(t, "__tw_annotation__", None)
     if as_annotation is not None:
@@ -325,12 +330,14 @@ def ctype_of(t):
         return indexed_descriptor(t.ndim)
     if is_array(t):
         return array_descriptor(t.ndim)
+    if is_struct(t):
+        return t._tw_ctype_
     raise TypeError(f"no ctypes layout for {t!r}")
 
 
 def numpy_dtype(t) -> np.dtype:
     """The numpy dtype of one element of type ``t`` (vectors and matrices as subarrays)."""
-    if is_scalar(t):
+    if is_scalar(t) or is_struct(t):  # a struct's _np_ is a structured dtype
         return t._np_
     return np.dtype((t._wp_scalar_type_._np_, t._wp_shape_))
 

@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from .. import structs
 from .. import types as T
 from ..builtins.array import LOCATED, emit_located
 from ..ir import nodes as ir
@@ -17,7 +18,9 @@ def emit_module(kernel: ir.Function, sites=None) -> str:
     With ``sites`` (an ``emit.sites.SiteTable``, debug builds) every checked array access and
     ``assert`` carries its site number, and the table records what each number means."""
     out = ['#include "tilewarp.h"', "", "namespace {", ""]
-    for f in callees_in_order(kernel):
+    callees = callees_in_order(kernel)
+    out += structs.definitions([*callees, kernel])  # @wp.struct types, each after those it contains
+    for f in callees:
         out += _Printer(f, sites).function()
     out += _Printer(kernel, sites).kernel()
     out += ["}  // namespace", "",

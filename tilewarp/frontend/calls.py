@@ -8,10 +8,10 @@ import inspect
 from .. import types as T
 from ..builtins import Builtin
 from ..builtins.operators import BINARY
-from ..builtins.vector import component_builtin
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir import nodes as ir
 from .lower import PY_BUILTINS, _STATIC_MARK
+from .places import Element, place
 
 
 def lower_call(lw, node: ast.Call):
@@ -36,6 +36,8 @@ def lower_call(lw, node: ast.Call):
         s = T.scalar_of(func)
         args = [lw.const(v.const, s) if v.weak else v for v in map(lw.value, node.args)]
         return lw.call("construct", args, node, (func,))
+    if T.is_struct(func):
+        return _struct(lw, func, node)
     if func is py.len:
         return _len(lw, node)
     if func in PY_BUILTINS:
@@ -79,6 +81,22 @@ def _builtin(lw, func: Builtin, node):
         return lw.call("identity", [], node, (n, dtype))
     _no_keywords(lw, node, func.name)
     return lw.call(func.name, [lw.value(a) for a in node.args], node)
+
+
+def _struct(lw, t, node):
+    """``S()``, ``S(a, b)``, ``S(x=a)``: fields not given are zero (Warp takes all fields or none)."""
+    fields, loc = t._tw_fields_, lw.src.loc(node)
+    if len(node.args) > len(fields):
+        raise KernelTypeError(f"{t.__name__}() takes at most {len(fields)} field values, "
+                              f"got {len(node.args)}", loc)
+    given = dict(zip(fields, map(lw.value, node.args)))  # evaluated in source order
+    for kw in node.keywords:
+        if kw.arg not in fields or kw.arg in given:
+            raise KernelTypeError(f"{t.__name__}() got an unknown or repeated field '{kw.arg}'", loc)
+        given[kw.arg] = lw.value(kw.value)
+    names = tuple(n for n in fields if n in given)
+    values = [lw.coerce(given[n], fields[n], node, f"field '{n}' of {t.__name__}") for n in names]
+    return lw.call("struct_new", values, node, (t, names))
 
 
 def _len(lw, node):
@@ -153,75 +171,21 @@ def assign_target(lw, target, value_node, node):
 def store_to(lw, target, value, node):
     if isinstance(target, ast.Name):
         lw.bind(target.id, value, node)
-    elif isinstance(target, ast.Subscript):
-        element = _array_element(lw, target.value)
-        base = element[2] if element else lw.value(target.value)
-        index_nodes = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
-        indices = [lw.index(i) for i in index_nodes]
-        if T.is_array(base.type):
-            value = lw.coerce(value, base.type.dtype, node, "array element")
-            lw.call("store", [base, *indices, value], node)
-        else:
-            _set_component(lw, target.value, base, indices, value, node, element)
-    elif isinstance(target, ast.Attribute):
-        element = _array_element(lw, target.value)
-        base = element[2] if element else lw.value(target.value)
-        if not (T.is_vector(base.type) and len(target.attr) == 1
-                and 0 <= "xyzw".find(target.attr) < base.type._length_):
-            raise KernelTypeError(f"cannot assign attribute '{target.attr}' of a {T.type_name(base.type)} value",
-                                  lw.src.loc(node))
-        index = lw.const("xyzw".index(target.attr), T.int32)
-        _set_component(lw, target.value, base, [index], value, node, element)
+    elif isinstance(target, (ast.Subscript, ast.Attribute)):  # a[i] = x, v.x = x, arr[i].s.v[k] = x
+        place(lw, target).set(value, node)
     else:
         raise KernelSyntaxError(f"cannot assign to {type(target).__name__}", lw.src.loc(node))
-
-
-def _array_element(lw, base_node):
-    """``(array, indices, element)`` when ``base_node`` is a whole array element ``a[i, j]``, else None
-    (the base of ``a[i].x = v`` and ``a[i][k] = v``, which Warp writes back into the array)."""
-    if not isinstance(base_node, ast.Subscript) or isinstance(base_node.slice, ast.Slice):
-        return None
-    index_nodes = base_node.slice.elts if isinstance(base_node.slice, ast.Tuple) else [base_node.slice]
-    arr = lw.visit(base_node.value)
-    if not (isinstance(arr, ir.Value) and T.is_array(arr.type)) or len(index_nodes) != arr.type.ndim:
-        return None
-    indices = [lw.index(i) for i in index_nodes]
-    return arr, indices, lw.call("load", [arr, *indices], base_node)
-
-
-def _set_component(lw, base_node, base, indices, value, node, element=None):
-    if element is None and not isinstance(base_node, ast.Name):
-        raise KernelSyntaxError("component assignment needs a local variable or an array element: "
-                                "v[i] = x, a[i].x = x", lw.src.loc(node))
-    if T.is_composite(base.type) and value.weak:
-        value = lw.coerce(value, T.scalar_of(base.type), node, "component") if len(indices) == (
-            1 if T.is_vector(base.type) else 2) else value
-    indices = lw.component_indices(base.type, indices, node)
-    name = component_builtin("with_component", base.type, len(indices))
-    updated = lw.call(name, [base, *indices, value], node)
-    if element is None:
-        lw.bind(base_node.id, updated, node)
-    else:
-        arr, arr_indices, _ = element
-        lw.call("store", [arr, *arr_indices, updated], node)
 
 
 def aug_assign(lw, node: ast.AugAssign):
     op = BINARY.get(type(node.op).__name__)
     if op is None:
         raise KernelSyntaxError(f"unsupported operator {type(node.op).__name__}=", lw.src.loc(node))
-    target = node.target
-    if isinstance(target, ast.Subscript):
-        base = lw.value(target.value)
-        if T.is_array(base.type):
-            index_nodes = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
-            indices = [lw.index(i) for i in index_nodes]
-            value = lw.coerce(lw.value(node.value), base.type.dtype, node, "array element")
-            if op in ("add", "sub"):  # as in Warp: a[i] += x is an atomic add (and differentiable)
-                lw.call(f"atomic_{op}", [base, *indices, value], node, discard=True)
-                return
-            current = lw.call("load", [base, *indices], node)
-            lw.call("store", [base, *indices, lw.call(op, [current, value], node)], node)
-            return
-    current = lw.value(target)
-    store_to(lw, target, lw.call(op, [current, lw.value(node.value)], node), node)
+    target = place(lw, node.target)
+    if isinstance(target, Element) and op in ("add", "sub") and not T.is_struct(target.arr.type.dtype):
+        # as in Warp: a[i] += x is an atomic add (and differentiable)
+        value = lw.coerce(lw.value(node.value), target.arr.type.dtype, node, "array element")
+        lw.call(f"atomic_{op}", [target.arr, *target.indices, value], node, discard=True)
+        return
+    current = target.get()
+    target.set(lw.call(op, [current, lw.value(node.value)], node), node)

@@ -17,8 +17,11 @@ def assigned_names(body) -> set:
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 names.add(node.id)
             elif isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, ast.Store):
-                if isinstance(node.value, ast.Name):
-                    names.add(node.value.id)
+                root = node.value
+                while isinstance(root, (ast.Subscript, ast.Attribute)):  # s.inner.v[1] = x rebinds s
+                    root = root.value
+                if isinstance(root, ast.Name):
+                    names.add(root.id)
             elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
                 names.add(node.target.id)
     return names

@@ -182,6 +182,8 @@ class Lowerer:
             return self.call("extract", [base, self.const("xyzw".index(node.attr))], node)
         if T.is_array(t) and node.attr == "shape":
             return self.call("shape", [base], node)
+        if T.is_struct(t) and node.attr in t._tw_fields_:
+            return self.call("struct_get", [base], node, (node.attr,))
         raise KernelTypeError(f"{T.type_name(t)} value has no attribute '{node.attr}'", self.src.loc(node))
 
     def visit_BinOp(self, node):

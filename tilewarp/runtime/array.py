@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import structs
 from .. import types as T
 from ..errors import LaunchError
 from .device import get_device
@@ -81,7 +82,8 @@ class array:
         # without a dtype, numpy's inference decides, as in Warp: Python floats -> float64, ints -> int64
         self.dtype = _infer_dtype(np.asarray(data).dtype) if dtype is Any else T.value_type(dtype)
         inner = getattr(self.dtype, "_wp_shape_", ())
-        src = np.ascontiguousarray(np.asarray(data, dtype=T.scalar_of(self.dtype)._np_))
+        src = np.ascontiguousarray(structs.to_numpy(data, self.dtype) if T.is_struct(self.dtype) else
+                                   np.asarray(data, dtype=T.scalar_of(self.dtype)._np_))
         if inner:
             n_inner = int(np.prod(inner))
             if src.size == 0:
@@ -218,7 +220,8 @@ class array:
     def numpy(self) -> np.ndarray:
         """A numpy view sharing memory (CPU) or a host copy (CUDA; waits for pending work)."""
         if self.device.is_cpu:
-            return np.asarray(_HostView(self))
+            host = np.asarray(_HostView(self))  # struct elements come through as raw bytes ('V<n>')
+            return host.view(self._np_dtype()) if T.is_struct(self.dtype) else host
         lo, hi = self._extent()
         if hi == lo:
             return np.zeros(self._full_shape(), dtype=self._np_dtype())
@@ -234,6 +237,8 @@ class array:
         values = self.numpy().reshape(self.size, -1) if getattr(self.dtype, "_wp_shape_", ()) else self.numpy()
         if T.is_composite(self.dtype):
             return [self.dtype(*row) for row in values]
+        if T.is_struct(self.dtype):
+            return [structs.from_record(self.dtype, r) for r in values.reshape(-1)]
         return values.reshape(-1).tolist()
 
     def assign(self, src):
@@ -262,7 +267,8 @@ class array:
         """Set every element to ``value`` (a scalar, or a vector/matrix for composite arrays)."""
         if self.size == 0:
             return
-        v = np.asarray(value.numpy() if hasattr(value, "numpy") else value, dtype=self._np_dtype())
+        v = structs.to_numpy(value, self.dtype).reshape(()) if T.is_struct(self.dtype) else np.asarray(
+            value.numpy() if hasattr(value, "numpy") else value, dtype=self._np_dtype())
         if self.is_contiguous and not np.ascontiguousarray(v).reshape(-1).view(np.uint8).any():  # zero bytes: memset
             self.device.backend.memset(self.ptr, 0, self.capacity)
             return
@@ -345,7 +351,7 @@ def zeros(shape=None, dtype=float, device=None, requires_grad=False, pinned=Fals
 
 def full(shape=None, value=0, dtype=Any, device=None, requires_grad=False, pinned=False, **kwargs) -> array:
     if dtype is Any:
-        dtype = type(value) if T.is_composite(type(value)) else (
+        dtype = type(value) if T.is_composite(type(value)) or T.is_struct(type(value)) else (
             T.bool_ if isinstance(value, bool) else T.int32 if isinstance(value, int) else T.float32)
     a = empty(shape, dtype, device, requires_grad)
     a.fill_(value)

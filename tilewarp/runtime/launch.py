@@ -74,6 +74,17 @@ def _converter(t, name):
             return t(*flat)
 
         return conv_composite
+    if T.is_struct(t):
+        def conv_struct(value, device):
+            if not isinstance(value, t):
+                raise bad(value)
+            try:
+                value._tw_check_devices(device, "")
+            except ValueError as e:
+                raise LaunchError(f"argument '{name}': {e} but the launch is on '{device}'") from None
+            return value._tw_ctype  # the instance's own ctypes struct, laid out as the C++ one
+
+        return conv_struct
     raise LaunchError(f"argument '{name}': unsupported parameter type {T.type_name(t)}")
 
 

@@ -1,0 +1,130 @@
+"""Assignment targets as *places*: ``v.x = a``, ``m[i, j] = a``, ``s.inner.v[1] = a``, ``arr[i].f = a``.
+
+A place can be read (``get``) and written (``set``). Writing a part of a value rebuilds the whole
+value (values stay SSA) and writes that to the enclosing place, up to a name (rebound) or an
+array element (stored back, as Warp does for ``arr[i].x = a``). Indices are evaluated once, in
+source order, and the enclosing value is read once however deep the target is.
+"""
+from __future__ import annotations
+
+import ast
+
+from .. import types as T
+from ..builtins.vector import component_builtin
+from ..errors import KernelSyntaxError, KernelTypeError
+
+
+class _Place:
+    def __init__(self, lw, node):
+        self.lw, self.node = lw, node
+        self._value = None
+
+    def get(self):
+        if self._value is None:
+            self._value = self.read()
+        return self._value
+
+
+class _Name(_Place):
+    def read(self):
+        return self.lw.value(self.node)
+
+    def set(self, value, stmt):
+        self.lw.bind(self.node.id, value, stmt)
+
+
+class _Temporary(_Place):
+    """A value that is no variable (a call's result, a sub-array): its parts cannot be assigned."""
+
+    def __init__(self, lw, node, value=None):
+        super().__init__(lw, node)
+        self._value = value
+
+    def read(self):
+        return self.lw.value(self.node)
+
+    def set(self, value, stmt):
+        raise KernelSyntaxError("component assignment needs a local variable or an array element: "
+                                "v[i] = x, a[i].x = x, s.f = x", self.lw.src.loc(stmt))
+
+
+class Element(_Place):
+    """``arr[i, j]`` with one index per dimension."""
+
+    def __init__(self, lw, node, arr, indices):
+        super().__init__(lw, node)
+        self.arr, self.indices = arr, indices
+
+    def read(self):
+        return self.lw.call("load", [self.arr, *self.indices], self.node)
+
+    def set(self, value, stmt):
+        value = self.lw.coerce(value, self.arr.type.dtype, stmt, "array element")
+        self.lw.call("store", [self.arr, *self.indices, value], stmt)
+
+
+class _Field(_Place):
+    def __init__(self, lw, node, parent, field):
+        super().__init__(lw, node)
+        self.parent, self.field = parent, field
+
+    def read(self):
+        return self.lw.call("struct_get", [self.parent.get()], self.node, (self.field,))
+
+    def set(self, value, stmt):
+        s = self.parent.get()
+        value = self.lw.coerce(value, s.type._tw_fields_[self.field], stmt,
+                               f"field '{self.field}' of {T.type_name(s.type)}")
+        self.parent.set(self.lw.call("struct_set", [s, value], stmt, (s.type, self.field)), stmt)
+
+
+class _Component(_Place):
+    """``v[i]``, ``v.x``, ``m[i, j]``, ``m[i]`` (a row) of a vector or matrix place."""
+
+    def __init__(self, lw, node, parent, indices):
+        super().__init__(lw, node)
+        self.parent, self.indices = parent, indices
+
+    def read(self):
+        base = self.parent.get()
+        name = component_builtin("extract", base.type, len(self.indices))
+        return self.lw.call(name, [base, *self.indices], self.node)
+
+    def set(self, value, stmt):
+        base = self.parent.get()
+        t = base.type
+        if value.weak and len(self.indices) == (1 if T.is_vector(t) else 2):
+            value = self.lw.coerce(value, T.scalar_of(t), stmt, "component")
+        name = component_builtin("with_component", t, len(self.indices))
+        self.parent.set(self.lw.call(name, [base, *self.indices, value], stmt), stmt)
+
+
+def place(lw, node) -> _Place:
+    """The place an assignment target expression names (its indices evaluated now)."""
+    loc = lw.src.loc(node)
+    if isinstance(node, ast.Name):
+        return _Name(lw, node)
+    if isinstance(node, ast.Attribute):
+        parent = place(lw, node.value)
+        t = parent.get().type
+        if T.is_struct(t) and node.attr in t._tw_fields_:
+            return _Field(lw, node, parent, node.attr)
+        if T.is_vector(t) and len(node.attr) == 1 and 0 <= "xyzw".find(node.attr) < t._length_:
+            return _Component(lw, node, parent, [lw.const("xyzw".index(node.attr), T.int32)])
+        raise KernelTypeError(f"cannot assign attribute '{node.attr}' of a {T.type_name(t)} value", loc)
+    if isinstance(node, ast.Subscript):
+        if isinstance(node.slice, ast.Slice):
+            raise KernelSyntaxError("slicing is not supported inside kernels", loc)
+        parent = place(lw, node.value)
+        base = parent.get()
+        index_nodes = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        indices = [lw.index(i) for i in index_nodes]
+        if T.is_array(base.type):
+            if len(indices) == base.type.ndim:
+                return Element(lw, node, base, indices)
+            return _Temporary(lw, node, lw.call("view", [base, *indices], node))  # a[i][j] = x, 2-d a
+        if T.is_composite(base.type):
+            return _Component(lw, node, parent, lw.component_indices(base.type, indices, node))
+        raise KernelTypeError(f"cannot assign an element of a {T.type_name(base.type)} value", loc)
+    return _Temporary(lw, node)
+
