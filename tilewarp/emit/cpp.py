@@ -54,6 +54,9 @@ def literal(v: ir.Value) -> str:
         return "true" if c else "false"
     if T.is_float(t):
         cpp = "float" if t is T.float16 else t._cpp_
+        if t is not T.float64:  # a literal beyond float's range is inf, as in Warp
+            with np.errstate(over="ignore"):
+                c = float(np.float32(c))
         if math.isnan(c):
             text = f"tw::nan<{cpp}>()"
         elif math.isinf(c):
@@ -64,10 +67,14 @@ def literal(v: ir.Value) -> str:
         text = f"({text})" if text.startswith("-") else text
         return f"tw::cast<tw::half>({text})" if t is T.float16 else text
     suffix = {T.int64: "ll", T.uint32: "u", T.uint64: "ull"}.get(t)
+    bits = 8 * t._size_  # wrap into the type's range (x = 3000000000 is an int32, as in Warp)
+    c = c % (1 << bits) - ((1 << bits) if t._kind_ == "int" and c % (1 << bits) >= 1 << (bits - 1) else 0)
     if t is T.int32 and c == -(2**31):
         return "(-2147483647 - 1)"
     if t is T.int64 and c == -(2**63):
-        return "(-9223372036854775807ll - 1)"
+        return "((int64_t)(-9223372036854775807ll - 1))"
+    if t in (T.int64, T.uint64):  # int64_t is `long` on LP64 hosts: `1ll` would not deduce as int64_t
+        return f"(({t._cpp_}){c}{suffix})"
     if suffix is not None or t is T.int32:
         text = f"{c}{suffix or ''}"
         return f"({text})" if c < 0 else text
