@@ -40,10 +40,28 @@ def _store(args, template):
     return None
 
 
-def _atomic(args, template):
-    arr, *idx, value = args
-    _store(args, template)
-    return arr.dtype
+#: scalar kinds each atomic takes: Warp's set widened to every numeric width (8/16-bit ints, float16)
+_ATOMIC_KINDS = {"and": ("int", "uint"), "or": ("int", "uint"), "xor": ("int", "uint")}
+
+
+def _atomic(op):
+    """``atomic_op(arr, i[, j, k, l], value)``, and ``(arr, i.., compare, value)`` for cas: the old value."""
+    n_values = 2 if op == "cas" else 1
+
+    def rule(args, template):
+        if len(args) < 2 + n_values:
+            fail(f"takes an array, its indices and {n_values} value(s), got {len(args)} arguments")
+        arr, idx, values = args[0], args[1:-n_values], args[-n_values:]
+        _indices(arr, idx)
+        if len(idx) != arr.ndim:
+            fail(f"a {arr.ndim}-d array needs {arr.ndim} indices, got {len(idx)}")
+        if any(v != arr.dtype for v in values):
+            fail(f"value type ({names(values)}) must be the array's type {T.type_name(arr.dtype)}")
+        if T.scalar_of(arr.dtype)._kind_ not in _ATOMIC_KINDS.get(op, ("int", "uint", "float")):
+            fail(f"does not support arrays of {T.type_name(arr.dtype)}")
+        return arr.dtype
+
+    return rule
 
 
 def _shape(args, template):
@@ -73,10 +91,6 @@ def _view_cpp(args, template):
     return arr
 
 
-def _address(args):
-    return f"tw::address({', '.join(args[:-1])})"
-
-
 #: Builtins that debug builds emit with a ``tw::src_loc{site, arg}`` first argument, so a failed
 #: check names the user's file:line and the array (see ``emit_located``).
 LOCATED = {"load", "store", "view", "_assert"}
@@ -102,9 +116,10 @@ def _assert_rule(args, template):
 
 def _atomic_entry(name, differentiable=True):
     LOCATED.add(f"atomic_{name}")
-    return Builtin(f"atomic_{name}", _atomic, f"tw::atomic_{name}", side_effect=True, unify_literals=False,
+    n = 2 if name == "cas" else 1  # trailing value arguments after the array and its indices
+    return Builtin(f"atomic_{name}", _atomic(name), f"tw::atomic_{name}", side_effect=True, unify_literals=False,
                    differentiable=differentiable, adjoint=f"tw::adj_atomic_{name}" if differentiable else None,
-                   emit=lambda a, t: f"tw::atomic_{name}({_address(a)}, {a[-1]})")
+                   emit=lambda a, t: f"tw::atomic_{name}(tw::address({', '.join(a[:-n])}), {', '.join(a[-n:])})")
 
 
 register(
@@ -119,6 +134,7 @@ register(
     _atomic_entry("sub"),
     _atomic_entry("min"),
     _atomic_entry("max"),
+    *(_atomic_entry(name, differentiable=False) for name in ("cas", "exch", "and", "or", "xor")),
     # `assert cond` (frontend): `if (tw::debug_build()) TW_ASSERT_AT(cond, site)`, so release builds
     # drop the check and its condition, as Warp compiles asserts out of release kernels
     Builtin("_debug_build", lambda args, template: T.bool_, "tw::debug_build", differentiable=False),

@@ -81,7 +81,19 @@ def _builtin(lw, func: Builtin, node):
         dtype = T.scalar_type(_static_kw(lw, node, "dtype", T.float32))
         return lw.call("identity", [], node, (n, dtype))
     _no_keywords(lw, node, func.name)
+    if func.name.startswith("atomic_"):
+        return _atomic(lw, func.name, node)
     return lw.call(func.name, [lw.value(a) for a in node.args], node)
+
+
+def _atomic(lw, name, node):
+    """``wp.atomic_x(arr, i.., value)``: literal values (and cas's compare) take the array's dtype."""
+    args = [lw.value(a) for a in node.args]
+    n = 2 if name == "atomic_cas" else 1
+    if len(args) > n and T.is_array(args[0].type):
+        dtype = ir.Value(0, args[0].type.dtype)
+        args = args[:-n] + [lw.unify([dtype, v])[1] if v.weak else v for v in args[-n:]]
+    return lw.call(name, args, node)
 
 
 def _struct(lw, t, node):
@@ -178,15 +190,19 @@ def store_to(lw, target, value, node):
         raise KernelSyntaxError(f"cannot assign to {type(target).__name__}", lw.src.loc(node))
 
 
+_AUG_ATOMIC = {"add": "atomic_add", "sub": "atomic_sub", "bit_and": "atomic_and", "bit_or": "atomic_or",
+               "bit_xor": "atomic_xor"}
+
+
 def aug_assign(lw, node: ast.AugAssign):
     op = BINARY.get(type(node.op).__name__)
     if op is None:
         raise KernelSyntaxError(f"unsupported operator {type(node.op).__name__}=", lw.src.loc(node))
     target = place(lw, node.target)
-    if isinstance(target, Element) and op in ("add", "sub") and not T.is_struct(target.arr.type.dtype):
-        # as in Warp: a[i] += x is an atomic add (and differentiable)
+    if isinstance(target, Element) and op in _AUG_ATOMIC and not T.is_struct(target.arr.type.dtype):
+        # as in Warp: a[i] += x is an atomic add (and differentiable); -=, &=, |=, ^= atomic too
         value = lw.coerce(lw.value(node.value), target.arr.type.dtype, node, "array element")
-        lw.call(f"atomic_{op}", [target.arr, *target.indices, value], node, discard=True)
+        lw.call(_AUG_ATOMIC[op], [target.arr, *target.indices, value], node, discard=True)
         return
     current = target.get()
     target.set(lw.call(op, [current, lw.value(node.value)], node), node)
