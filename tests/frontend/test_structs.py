@@ -16,7 +16,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from conftest import assert_same, load_both, need_warp
+from conftest import assert_same, load_both, need_warp, reference
 
 import tilewarp
 
@@ -228,10 +228,10 @@ def compare(got, want, what):
 
 def run_both(mods, kernel, dim, build, device):
     """``build(wp, mod, device) -> (inputs, arrays to read back)`` for each library; launches ``kernel``
-    in tilewarp on ``device`` and Warp on CPU, compares what was read back and returns tilewarp's."""
-    need_warp(mods)
+    in tilewarp on ``device`` and Warp on CPU (without warp-lang, on a GPU: tilewarp on CPU), compares
+    what was read back and returns tilewarp's."""
     results = []
-    for mod, dev in ((mods[0], device), (mods[1], "cpu")):
+    for mod, dev in ((mods[0], device), reference(mods, device)):
         inputs, outputs = build(mod.wp, mod, dev)
         mod.wp.launch(getattr(mod, kernel), dim=dim, inputs=inputs, device=dev)
         mod.wp.synchronize()
@@ -331,8 +331,7 @@ def test_structs_carried_through_loops_and_branches(mods, device):
 def test_array_fields_written_by_the_kernel(mods, device):
     n = 16
     results = []
-    for mod, dev in ((mods[0], device), (mods[1], "cpu")):
-        need_warp(mods)
+    for mod, dev in ((mods[0], device), reference(mods, device)):
         p = make_params(mod.wp, mod, dev, rng_seed=11, n=n)
         before = p.counts.numpy().copy()
         mod.wp.launch(mod.array_fields, dim=n, inputs=[p], device=dev)
@@ -596,10 +595,9 @@ def seg_lengths(m: Mesh, out: wp.array(dtype=float)):
 
 def test_postponed_annotations_and_arrays_of_structs_in_structs(device):
     mods = load_both(FUTURE_SRC)
-    need_warp(mods)
     ends = np.random.default_rng(9).uniform(-1, 1, (2, 12, 3)).astype(np.float32)
     results = []
-    for mod, dev in ((mods[0], device), (mods[1], "cpu")):
+    for mod, dev in ((mods[0], device), reference(mods, device)):
         items = []
         for a, b in zip(*ends):
             s = mod.Seg()
