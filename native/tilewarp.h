@@ -8,3 +8,5 @@
 #include "runtime/launch.h"
 #include "runtime/array.h"
 #include "runtime/atomic.h"
+#include "core/tuple.h"
+#include "core/control.h"

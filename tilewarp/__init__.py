@@ -13,7 +13,9 @@ from .errors import KernelRuntimeError  # noqa: E402,F401
 from .module_options import get_module_options, set_module_options  # noqa: E402,F401
 from .runtime.indexedarray import (  # noqa: E402,F401
     indexedarray, indexedarray1d, indexedarray2d, indexedarray3d, indexedarray4d)
+from .generics import overload  # noqa: E402,F401
 from .kernel import Function, Kernel, func, kernel, static  # noqa: E402,F401
+from .types import Float, Int, Scalar  # noqa: E402,F401  (generic annotations)
 from .runtime.array import (  # noqa: E402,F401
     array, array1d, array2d, array3d, array4d, clone, copy, empty, empty_like, from_numpy, full, full_like,
     ones, ones_like, zeros, zeros_like)
@@ -31,7 +33,7 @@ from .types import bool_ as bool  # noqa: E402,F401
 # kernel-side builtins users call as wp.<name> (operators are reached through Python syntax)
 _HIDDEN = {"add", "sub", "mul", "matmul", "div", "mod", "floordiv", "neg", "pos", "eq", "ne", "lt", "le", "gt",
            "ge", "bool_not", "construct", "extract", "with_component", "extract_row", "with_row", "load", "view",
-           "store", "shape", "cast", "invert",
+           "store", "shape", "cast", "invert", "make_tuple", "tuple_get",
            "struct_new", "struct_get", "struct_set"}
 globals().update({name: b for name, b in _REGISTRY.items() if name not in _HIDDEN})
 # operators also exist as functions in Warp (wp.add, wp.mul, ...)

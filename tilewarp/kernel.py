@@ -4,20 +4,20 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
+import sys
 import threading
-import typing
 
+from . import generics
 from . import types as T
 from .emit import names
-from .errors import KernelTypeError
+from .errors import KernelError, KernelTypeError, LaunchError
 from .frontend import Lowerer, get_source
 from .module_options import check_kernel_options, is_debug
 
 
 def _annotation_type(fn, name, annotation, loc_source):
+    """The kernel type of an annotation, its template when generic (``generics``), None when absent."""
     if annotation is inspect.Parameter.empty:
-        return None
-    if annotation is typing.Any:
         return None
     if isinstance(annotation, str):  # `from __future__ import annotations`: evaluate where it was written
         src = loc_source()
@@ -26,8 +26,9 @@ def _annotation_type(fn, name, annotation, loc_source):
         except Exception as e:
             raise KernelTypeError(f"annotation {annotation!r} of parameter '{name}' cannot be evaluated: {e}",
                                   src.loc(src.tree)) from None
-        if annotation is typing.Any:
-            return None
+    template = generics.template(annotation)
+    if template is not None:
+        return template
     try:
         return T.value_type(annotation)
     except TypeError as e:
@@ -42,8 +43,11 @@ class Function:
         functools.update_wrapper(self, fn)
         self.fn = fn
         self._source = None
+        self._params = None
         self._specializations: dict = {}
         self._lock = threading.RLock()
+        self.overloads = [self]  # every @wp.func of this name in its scope, resolved by argument types
+        self._tag = ""  # tells the symbols of overloads apart
 
     def source(self):
         if self._source is None:
@@ -51,10 +55,32 @@ class Function:
         return self._source
 
     def parameters(self) -> list:
-        """``(name, type or None for Any/unannotated, default)`` per parameter."""
-        sig = inspect.signature(self.fn)
-        return [(p.name, _annotation_type(self.fn, p.name, p.annotation, self.source), p.default)
-                for p in sig.parameters.values()]
+        """``(name, type or template, or None when unannotated, default)`` per parameter."""
+        if self._params is None:
+            sig = inspect.signature(self.fn)
+            self._params = [(p.name, _annotation_type(self.fn, p.name, p.annotation, self.source), p.default)
+                            for p in sig.parameters.values()]
+        return self._params
+
+    @property
+    def is_generic(self) -> bool:
+        return any(t is None or generics.is_generic(t) for _, t, _ in self.parameters())
+
+    def _signature_key(self) -> tuple:
+        try:
+            return tuple(generics.describe(t) for _, t, _ in self.parameters())
+        except KernelError:  # not evaluable yet (a forward reference): compare the spelling
+            return tuple(repr(p.annotation) for p in inspect.signature(self.fn).parameters.values())
+
+    def _join(self, previous: "Function"):
+        """Take over ``previous``'s overloads; one with the same annotations is replaced (as in Warp)."""
+        key = self._signature_key()
+        overloads = [self if f._signature_key() == key else f for f in previous.overloads]
+        if self not in overloads:
+            overloads.append(self)
+        for k, f in enumerate(overloads):
+            f.overloads = overloads
+            f._tag = f"#{k}" if k else ""
 
     def _tw_specialize(self, arg_types: tuple, loc):
         with self._lock:
@@ -66,7 +92,7 @@ class Function:
             self._specializations[arg_types] = _IN_PROGRESS
             try:
                 symbol = names.function(self.fn.__name__, f"{self.fn.__module__}.{self.fn.__qualname__}"
-                                        f"{[T.type_name(t) for t in arg_types]}")
+                                        f"{self._tag}{[T.type_name(t) for t in arg_types]}")
                 params = dict(zip([p[0] for p in self.parameters()], arg_types))
                 result = Lowerer(self.source(), params, is_kernel=False, symbol=symbol).run()
             except BaseException:
@@ -76,8 +102,23 @@ class Function:
             return result
 
     def __call__(self, *args, **kwargs):
-        """Called from Python, a func runs as the Python function it is."""
+        """Called from Python, a func runs as the Python function it is (the overload the values fit)."""
+        if len(self.overloads) > 1:
+            for f in self.overloads:
+                if f._host_fits(args):
+                    return f.fn(*args, **kwargs)
         return self.fn(*args, **kwargs)
+
+    def _host_fits(self, args) -> bool:
+        params = self.parameters()
+        for (_, t, _), value in zip(params, args):
+            try:
+                inferred = generics.infer(value)
+            except TypeError:
+                return False
+            if t is not None and not generics.matches(t, inferred):
+                return False
+        return len(args) <= len(params)
 
 
 _IN_PROGRESS = object()
@@ -96,26 +137,96 @@ class Kernel:
         self._ir = None
         self._compiled: dict = {}
         self._lock = threading.RLock()
+        self._source = None
+        self._templates = None  # parameter name -> annotated type or template
+        self._generic = None  # unknown until the first launch; launch() reads it on every call
+        self._param_types = None  # a specialisation's concrete types (None: the annotations)
+        self._signature = ""  # a specialisation's argument types, part of its symbol
+        self._overloads: dict = {}  # concrete argument types -> specialisation
 
     @property
     def symbol(self) -> str:
-        return names.function(self.fn.__name__, f"{self.module}.{self.key}")
+        return names.function(self.fn.__name__, f"{self.module}.{self.key}{self._signature}")
+
+    def source(self):
+        if self._source is None:
+            self._source = get_source(self.fn)
+        return self._source
+
+    def templates(self) -> dict:
+        """Parameter name -> its annotated type, or its template when generic (parsed once)."""
+        if self._templates is None:
+            source = self.source()
+            params = {}
+            for p in inspect.signature(self.fn).parameters.values():
+                t = _annotation_type(self.fn, p.name, p.annotation, lambda: source)
+                if t is None:
+                    raise KernelTypeError(f"kernel parameter '{p.name}' needs a type annotation",
+                                          source.loc(source.tree))
+                params[p.name] = t
+            self._templates = params
+        return self._templates
+
+    @property
+    def is_generic(self) -> bool:
+        if self._generic is None:
+            self._generic = self._param_types is None and any(map(generics.is_generic, self.templates().values()))
+        return self._generic
 
     @property
     def ir(self):
         """The typed IR (the frontend runs once; its errors name the user's file:line)."""
         with self._lock:
             if self._ir is None:
-                source = get_source(self.fn)
-                params = {}
-                for p in inspect.signature(self.fn).parameters.values():
-                    t = _annotation_type(self.fn, p.name, p.annotation, lambda: source)
-                    if t is None:
-                        raise KernelTypeError(f"kernel parameter '{p.name}' needs a type annotation",
-                                              source.loc(source.tree))
-                    params[p.name] = t
-                self._ir = Lowerer(source, params, is_kernel=True, symbol=self.symbol).run()
+                if self.is_generic:
+                    raise KernelTypeError(f"generic kernel {self.key} has one IR per argument types: launch it or "
+                                          "use wp.overload()", self.source().loc(self.source().tree))
+                params = self._param_types or self.templates()
+                self._ir = Lowerer(self.source(), params, is_kernel=True, symbol=self.symbol).run()
             return self._ir
+
+    # ---- generic kernels: one specialisation per distinct argument types --------------------------
+
+    def specialization_for(self, values) -> "Kernel":
+        """The kernel ``wp.launch`` runs for ``values``: itself, or the specialisation for their types."""
+        if not self.is_generic:
+            return self
+        templates = self.templates()
+        if len(values) != len(templates):
+            raise LaunchError(f"kernel takes {len(templates)} argument(s) ({', '.join(templates)}), got {len(values)}")
+        types = []
+        for (name, tmpl), value in zip(templates.items(), values):
+            if generics.is_generic(tmpl):
+                try:
+                    t = generics.infer(value)
+                except TypeError as e:
+                    raise LaunchError(f"argument '{name}' of generic kernel {self.key}: {e}") from None
+                if not generics.matches(tmpl, t):
+                    raise LaunchError(f"argument '{name}' expects {generics.describe(tmpl)}, got {T.type_name(t)}")
+                tmpl = t
+            types.append(tmpl)
+        return self._specialize(tuple(types))
+
+    def add_overload(self, arg_types) -> "Kernel":
+        """The specialisation for ``arg_types`` (a list, or a dict by parameter name), as ``wp.overload``."""
+        return self._specialize(generics.overload_types(self, arg_types))
+
+    def get_overload(self, arg_types):
+        return self._overloads.get(tuple(T.value_type(t) for t in arg_types))
+
+    def _specialize(self, types: tuple) -> "Kernel":
+        spec = self._overloads.get(types)
+        if spec is None:
+            with self._lock:
+                spec = self._overloads.get(types)
+                if spec is None:
+                    spec = Kernel(self.fn, self.options["enable_backward"], self.module, self.key)
+                    spec.module_options = self.module_options
+                    spec._source, spec._templates, spec._generic = self._source, self._templates, False
+                    spec._param_types = dict(zip(self.templates(), types))
+                    spec._signature = f"[{', '.join(map(T.type_name, types))}]"
+                    self._overloads[types] = spec
+        return spec
 
     @property
     def arg_names(self) -> list:
@@ -146,10 +257,20 @@ def kernel(f=None, *, enable_backward=None, module=None, module_options=None):
 
 
 def func(f=None, **kwargs):
-    """Decorate a Python function as a kernel-callable function (``@wp.func``)."""
+    """Decorate a Python function as a kernel-callable function (``@wp.func``). A second ``@wp.func`` of
+    the same name in the same scope adds an overload: calls pick the one the argument types fit."""
+    scope = sys._getframe(1).f_locals  # where the decorated name is about to be bound
     if f is None:
-        return lambda fn: Function(fn)
-    return Function(f)
+        return lambda fn: _overloaded(Function(fn), scope)
+    return _overloaded(Function(f), scope)
+
+
+def _overloaded(new: Function, scope) -> Function:
+    previous = scope.get(new.fn.__name__)
+    if isinstance(previous, Function) and (previous.fn.__qualname__, previous.fn.__module__) == (
+            new.fn.__qualname__, new.fn.__module__):
+        new._join(previous)
+    return new
 
 
 def static(expr):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import builtins
 import ctypes
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -76,6 +77,18 @@ float_types = (float16, float32, float64)
 
 #: Python annotations that stand for a kernel type (``x: float`` means float32, as in Warp).
 python_scalar_aliases = {builtins.float: float32, builtins.int: int32, builtins.bool: bool_}
+
+
+class Float:
+    """Generic annotation: any floating-point scalar type (Warp's ``wp.Float``)."""
+
+
+class Int:
+    """Generic annotation: any integer scalar type (Warp's ``wp.Int``); ``Scalar`` means any number."""
+
+
+def _is_generic_scalar(t) -> bool:
+    return t is Any or t is Scalar or t is Float or t is Int
 
 
 # ----------------------------------------------------------------------------------------------
@@ -175,6 +188,10 @@ _composite_cache: dict = {}
 
 def vector(length: int, dtype=float32) -> type:
     """The vector type of ``length`` components of scalar ``dtype`` (cached: same args, same class)."""
+    if length is Any or _is_generic_scalar(dtype):  # an annotation of generic kernels/funcs
+        from .generics import composite
+
+        return composite((length,), dtype, False)
     dtype = scalar_type(dtype)
     key = ("vec", length, dtype)
     if key not in _composite_cache:
@@ -188,6 +205,10 @@ def vector(length: int, dtype=float32) -> type:
 def matrix(shape, dtype=float32) -> type:
     """The matrix type of ``shape == (rows, cols)`` and scalar ``dtype``."""
     rows, cols = shape
+    if rows is Any or cols is Any or _is_generic_scalar(dtype):
+        from .generics import composite
+
+        return composite((rows, cols), dtype, True)
     dtype = scalar_type(dtype)
     key = ("mat", rows, cols, dtype)
     if key not in _composite_cache:
@@ -241,6 +262,10 @@ class TupleType:
     """Several values at once: ``wp.tid()`` in a multi-dimensional launch, multiple returns."""
 
     types: tuple
+
+    @property
+    def _cpp_(self) -> str:
+        return f"tw::tuple_t<{', '.join(t._cpp_ for t in self.types)}>"
 
     def __repr__(self):
         return f"tuple({', '.join(type_name(t) for t in self.types)})"

@@ -151,7 +151,7 @@ class _Printer:
             loc = getattr(s, "loc", None)
             if loc is not None and loc.text and loc.text.strip() != self.last_text:
                 self.last_text = loc.text.strip()
-                self.line(f"// {self.last_text}")
+                self.line(f"// {self.last_text.rstrip(chr(92))}")  # a trailing '\' would continue the comment
             getattr(self, "stmt_" + type(s).__name__)(s)
 
     def block(self, head: str, stmts, tail: str = "}"):

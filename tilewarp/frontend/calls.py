@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import ast
 import builtins as py
-import inspect
 
 from .. import types as T
 from ..builtins import Builtin
@@ -81,6 +80,8 @@ def _builtin(lw, func: Builtin, node):
         dtype = T.scalar_type(_static_kw(lw, node, "dtype", T.float32))
         return lw.call("identity", [], node, (n, dtype))
     _no_keywords(lw, node, func.name)
+    if func.name in _OUTPUT_AND_CHOICE:
+        return _OUTPUT_AND_CHOICE[func.name](lw, func.name, node)
     if func.name.startswith("atomic_"):
         return _atomic(lw, func.name, node)
     return lw.call(func.name, [lw.value(a) for a in node.args], node)
@@ -112,6 +113,46 @@ def _struct(lw, t, node):
     return lw.call("struct_new", values, node, (t, names))
 
 
+def _value_or_text(lw, node):
+    """A string constant (literal or global) as ``str``, anything else as a value."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    obj = lw.visit(node)
+    if isinstance(obj, str):
+        return obj
+    return obj if isinstance(obj, ir.Value) else lw.materialize(obj, node)
+
+
+def _print(lw, name, node):
+    if len(node.args) != 1:
+        raise KernelTypeError(f"print() takes one value, got {len(node.args)}", lw.src.loc(node))
+    arg = _value_or_text(lw, node.args[0])
+    if isinstance(arg, str):
+        return lw.call("print", [], node, (arg,), discard=True)
+    return lw.call("print", [lw.const(arg.const, arg.type) if arg.weak else arg], node, discard=True)
+
+
+def _printf(lw, name, node):
+    args = [_value_or_text(lw, a) for a in node.args]
+    if not args or not isinstance(args[0], str):
+        raise KernelTypeError("wp.printf() needs a format string first", lw.src.loc(node))
+    strings = tuple((k, a) for k, a in enumerate(args[1:]) if isinstance(a, str))
+    values = [lw.const(a.const, a.type) if a.weak else a for a in args[1:] if not isinstance(a, str)]
+    return lw.call("printf", values, node, (args[0], strings), discard=True)
+
+
+def _choose(lw, name, node):
+    """``wp.where(cond, a, b)`` / ``wp.select(cond, b, a)``: literals take the other value's type."""
+    args = [lw.value(a) for a in node.args]
+    if len(args) == 3:
+        cond = lw.const(args[0].const, args[0].type) if args[0].weak else args[0]
+        args = [cond, *lw.unify(args[1:])]
+    return lw.call(name, args, node)
+
+
+_OUTPUT_AND_CHOICE = {"print": _print, "printf": _printf, "where": _choose, "select": _choose}
+
+
 def _len(lw, node):
     if len(node.args) != 1 or node.keywords:
         raise KernelTypeError(f"len() takes exactly one argument, got {len(node.args)}", lw.src.loc(node))
@@ -121,31 +162,16 @@ def _len(lw, node):
         return lw.const(v.type._wp_shape_[0], T.int32)
     if T.is_array(v.type):
         return lw.call("extract", [lw.call("shape", [v], node), lw.const(0, T.int32)], node)
+    if isinstance(v.type, T.TupleType):
+        return lw.const(len(v.type.types), T.int32)
     raise KernelTypeError(f"len() of a {T.type_name(v.type)} value", lw.src.loc(node))
 
 
 def call_user_function(lw, func, node):
-    params = func.parameters()
+    from .funcs import bind_call
+
     loc = lw.src.loc(node)
-    if len(node.args) > len(params):
-        raise KernelTypeError(f"{func.__name__}() takes {len(params)} arguments, got {len(node.args)}", loc)
-    given = {name: lw.value(a) for (name, _, _), a in zip(params, node.args)}
-    for kw in node.keywords:
-        if kw.arg not in {p[0] for p in params} or kw.arg in given:
-            raise KernelTypeError(f"{func.__name__}() got an unexpected or repeated argument '{kw.arg}'", loc)
-        given[kw.arg] = lw.value(kw.value)
-    args = []
-    for name, annotation, default in params:
-        if name not in given:
-            if default is inspect.Parameter.empty:
-                raise KernelTypeError(f"{func.__name__}() is missing argument '{name}'", loc)
-            given[name] = lw.materialize(default, node)
-        value = given[name]
-        if annotation is not None:
-            value = lw.coerce(value, annotation, node, f"argument '{name}' of {func.__name__}()")
-        elif value.weak:
-            value = lw.const(value.const, value.type)
-        args.append(value)
+    func, args = bind_call(lw, func, node)  # the overload the argument types fit, its arguments in order
     callee = func._tw_specialize(tuple(a.type for a in args), loc)
     if callee not in lw.fn.callees:
         lw.fn.callees.append(callee)
@@ -170,15 +196,27 @@ def assign_target(lw, target, value_node, node):
         names = target.elts
         if _is_tid_call(lw, value_node):
             values = [lw.call("tid", [], value_node, (k, len(names))) for k in range(len(names))]
-        elif isinstance(value_node, ast.Tuple) and len(value_node.elts) == len(names):
+        elif isinstance(value_node, ast.Tuple):
+            if len(value_node.elts) != len(names):
+                raise KernelTypeError(f"cannot unpack {len(value_node.elts)} values into {len(names)} names",
+                                      lw.src.loc(node))
             values = [lw.value(v) for v in value_node.elts]
         else:
-            raise KernelSyntaxError("tuple assignment needs wp.tid() or a tuple of the same length on the right",
-                                    lw.src.loc(node))
+            values = _unpack(lw, lw.value(value_node), len(names), node)
         for t, v in zip(names, values):
             store_to(lw, t, v, node)
         return
     store_to(lw, target, lw.value(value_node), node)
+
+
+def _unpack(lw, value, n, node) -> list:
+    """``a, b = f(x)``: the elements of a tuple value (a function's several return values)."""
+    if not isinstance(value.type, T.TupleType):
+        raise KernelTypeError(f"cannot unpack a {T.type_name(value.type)} value into {n} names",
+                              lw.src.loc(node))
+    if len(value.type.types) != n:
+        raise KernelTypeError(f"cannot unpack {len(value.type.types)} values into {n} names", lw.src.loc(node))
+    return [lw.tuple_get(value, k, node) for k in range(n)]
 
 
 def store_to(lw, target, value, node):

@@ -59,11 +59,34 @@ def lower_for(lw, node: ast.For):
     if node.orelse:
         raise KernelSyntaxError("for ... else is not supported", loc)
     call = node.iter
-    if not (isinstance(call, ast.Call) and lw.visit(call.func) is py.range and not call.keywords
-            and 1 <= len(call.args) <= 3):
-        raise KernelSyntaxError("kernel loops must be 'for i in range(...)'", loc)
     if not isinstance(node.target, ast.Name):
         raise KernelSyntaxError("the loop variable must be a plain name", loc)
+    func = lw.visit(call.func) if isinstance(call, ast.Call) else None
+    reverse = func is py.reversed and len(call.args) == 1 and not call.keywords
+    if reverse:
+        call = call.args[0]
+        func = lw.visit(call.func) if isinstance(call, ast.Call) else None
+    if func is not py.range:
+        if reverse:
+            raise KernelSyntaxError("reversed() in a kernel loop takes a range(...)", loc)
+        return lower_for_components(lw, node)
+    start, stop, step = range_bounds(lw, call, loc)
+    if reverse:
+        start, stop, step = reversed_bounds(lw, start, stop, step, call)
+    carried = carry(lw, node.body, node)
+    counter = lw.new_value(start.type, node.target.id, mutable=True)
+    saved, lw.stmts = lw.stmts, []
+    lw.bind(node.target.id, counter, node)
+    head = lw.stmts
+    lw.stmts = saved
+    body = head + lower_body(lw, node.body)
+    lw.stmts.append(ir.For(counter, start, stop, step, body, carried, loc))
+
+
+def range_bounds(lw, call, loc) -> tuple:
+    """``(start, stop, step)`` of ``range(...)``: integers of one type, a literal step not zero."""
+    if call.keywords or not 1 <= len(call.args) <= 3:
+        raise KernelSyntaxError("kernel loops must be 'for i in range(...)'", loc)
     bounds = lw.unify([lw.index(a) for a in call.args])
     bounds = [lw.const(b.const, T.int32) if b.weak else b for b in bounds]
     if any(not T.is_int(b.type) for b in bounds) or len({b.type for b in bounds}) != 1:
@@ -74,14 +97,43 @@ def lower_for(lw, node: ast.For):
     start, stop, step = bounds if len(bounds) == 3 else (*bounds, lw.const(1, bounds[0].type))
     if step.is_const and step.const == 0:
         raise KernelTypeError("range() step must not be zero", loc)
+    return start, stop, step
+
+
+def reversed_bounds(lw, start, stop, step, node) -> tuple:
+    """``reversed(range(a, b, s))`` as a range: the same elements, last first (as Python and Warp)."""
+    t = start.type
+    if t._kind_ != "int":  # the reversed range may end below zero
+        raise KernelTypeError(f"reversed(range()) takes signed integers, got {T.type_name(t)}", lw.src.loc(node))
+    if start.is_const and stop.is_const and step.is_const:
+        r = py.range(start.const, stop.const, step.const)[::-1]
+        return lw.const(r.start, t), lw.const(r.stop, t), lw.const(r.step, t)
+    pair = lw.call("reverse_range", [start, stop, step], node)
+    return lw.tuple_get(pair, 0, node), lw.tuple_get(pair, 1, node), lw.call("neg", [step], node)
+
+
+def lower_for_components(lw, node: ast.For):
+    """``for x in v``: a vector's components or a matrix's rows (beyond Warp, which only loops over ranges)."""
+    loc = lw.src.loc(node)
+    if not isinstance(node.iter, (ast.Name, ast.Attribute, ast.Subscript, ast.Call)):
+        raise KernelSyntaxError("kernel loops run over range(...), a vector or a matrix", loc)
+    seq = lw.value(node.iter)
+    t = seq.type
+    if not T.is_composite(t):
+        raise KernelSyntaxError(f"kernel loops run over range(...), a vector or a matrix, not a "
+                                f"{T.type_name(t)} value", loc)
+    if seq.mutable:  # the loop reads the value it started with, whatever the body rebinds
+        seq = lw.assign(ir.Copy(seq), t, node.iter, "seq")
     carried = carry(lw, node.body, node)
-    counter = lw.new_value(start.type, node.target.id, mutable=True)
+    counter = lw.new_value(T.int32, "k", mutable=True)
     saved, lw.stmts = lw.stmts, []
-    lw.bind(node.target.id, counter, node)
-    head = lw.stmts
-    lw.stmts = saved
+    extract = "extract_row" if T.is_matrix(t) else "extract"
+    lw.bind(node.target.id, lw.call(extract, [seq, counter], node), node)
+    head, lw.stmts = lw.stmts, saved
     body = head + lower_body(lw, node.body)
-    lw.stmts.append(ir.For(counter, start, stop, step, body, carried, loc))
+    n = t._wp_shape_[0]
+    lw.stmts.append(ir.For(counter, lw.const(0, T.int32), lw.const(n, T.int32), lw.const(1, T.int32), body,
+                           carried, loc))
 
 
 def lower_while(lw, node: ast.While):

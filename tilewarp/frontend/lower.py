@@ -18,7 +18,7 @@ from ..ir import nodes as ir
 from .source import MISSING, Source
 
 #: Python builtins usable in kernels, by the registry entry they mean.
-PY_BUILTINS = {py.min: "min", py.max: "max", py.abs: "abs", py.pow: "pow", py.round: "round"}
+PY_BUILTINS = {py.min: "min", py.max: "max", py.abs: "abs", py.pow: "pow", py.round: "round", py.print: "print"}
 _STATIC_MARK = "__tw_static__"
 
 
@@ -105,8 +105,6 @@ class Lowerer:
 
     def bind(self, name: str, value: ir.Value, node):
         """``name = value``: write in place into a carried value, else rebind the name."""
-        if isinstance(value.type, T.TupleType):
-            raise KernelSyntaxError("tuples must be unpacked: a, b = ...", self.src.loc(node))
         current = self.symbols.get(name)
         if isinstance(current, ir.Value) and current.mutable:
             value = self.coerce(value, current.type, node, f"variable '{name}'")
@@ -249,10 +247,31 @@ class Lowerer:
         self.stmts.append(ir.If(cond, body, orelse, (out,), self.src.loc(node)))
         return out
 
+    def visit_Tuple(self, node):
+        """``(a, b)`` / ``return a, b``: one tuple value (literals take their default types)."""
+        values = [self.value(e) for e in node.elts]
+        if any(isinstance(v.type, T.TupleType) for v in values):
+            raise KernelTypeError("tuples cannot contain tuples", self.src.loc(node))
+        values = [self.const(v.const, v.type) if v.weak else v for v in values]
+        t = T.TupleType(tuple(v.type for v in values))
+        return self.call("make_tuple", values, node, (t,))
+
+    def tuple_get(self, value, i, node) -> ir.Value:
+        t = value.type.types[i]
+        return self.assign(ir.Call(REGISTRY["tuple_get"], (value,), (i,)), t, node)
+
     def visit_Subscript(self, node):
         base = self.value(node.value)
         if isinstance(node.slice, ast.Slice):
             raise KernelSyntaxError("slicing is not supported inside kernels", self.src.loc(node))
+        if isinstance(base.type, T.TupleType):
+            i = self.value(node.slice)
+            n = len(base.type.types)
+            if not (i.is_const and isinstance(i.const, py.int) and not isinstance(i.const, py.bool)):
+                raise KernelTypeError("a tuple index must be a constant integer", self.src.loc(node))
+            if not -n <= i.const < n:
+                raise KernelTypeError(f"index {i.const} is out of range for a tuple of {n}", self.src.loc(node))
+            return self.tuple_get(base, i.const % n, node)
         index_nodes = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         indices = [self.index(i) for i in index_nodes]
         if T.is_array(base.type):
@@ -334,9 +353,7 @@ class Lowerer:
         if node.value is not None:
             if self.is_kernel:
                 raise KernelSyntaxError("kernels cannot return a value", self.src.loc(node))
-            if isinstance(node.value, ast.Tuple):
-                raise KernelSyntaxError("returning several values is not supported yet", self.src.loc(node))
-            value = self.value(node.value)
+            value = self.value(node.value)  # `return a, b` is a tuple value (visit_Tuple)
             if value.weak:
                 value = self.const(value.const, value.type)
         self.return_types.append(value.type if value is not None else None)

@@ -1,0 +1,128 @@
+"""Output and selection builtins (print, printf, where, select) and the tuple plumbing behind
+multiple return values (``make_tuple``/``tuple_get``; any builtin whose type rule returns a
+``T.TupleType`` returns a ``tw::tuple_t`` the frontend unpacks with ``tuple_get``)."""
+from __future__ import annotations
+
+import builtins as py
+
+from .. import types as T
+from .registry import Builtin, fail, names, register
+
+#: Warp caps printf's variadic arguments at 32
+MAX_PRINTF_ARGS = 32
+
+
+def c_string(text: str) -> str:
+    """A C string literal for ``text`` (UTF-8; every byte outside printable ASCII as an octal escape)."""
+    out = []
+    for byte in text.encode("utf-8"):
+        ch = chr(byte)
+        if ch in '"\\?':  # '?' too: no trigraphs
+            out.append("\\" + ch)
+        elif ch in "\n\t":
+            out.append("\\n" if ch == "\n" else "\\t")
+        elif 32 <= byte < 127:
+            out.append(ch)
+        else:
+            out.append(f"\\{byte:03o}")
+    return '"' + "".join(out) + '"'
+
+
+def _printable(t) -> bool:
+    return T.is_scalar(t) or T.is_composite(t)
+
+
+def _print(args, template):
+    if template:  # print("text"): the string is in the template
+        return None
+    if len(args) != 1:
+        fail(f"takes one value, got {len(args)}")
+    if not _printable(args[0]):
+        fail(f"cannot print a {T.type_name(args[0])} value")
+    return None
+
+
+def _print_cpp(a, template):
+    return f"tw::print({c_string(template[0])})" if template else f"tw::print({a[0]})"
+
+
+def _printf(args, template):
+    if len(args) + len(template[1]) > MAX_PRINTF_ARGS:
+        fail(f"takes at most {MAX_PRINTF_ARGS} values after the format")
+    for t in args:
+        if not T.is_scalar(t):
+            fail(f"printf() prints scalars and strings, got a {T.type_name(t)} value "
+                 "(print its components, or use print())")
+    return None
+
+
+def _printf_cpp(a, template):
+    """``template == (fmt, ((position, text), ...))``: string arguments go back to their places."""
+    fmt, strings = template
+    values = iter(a)
+    by_position = dict(strings)
+    n = len(a) + len(strings)
+    args = [c_string(by_position[k]) if k in by_position else next(values) for k in range(n)]
+    return f"tw::printf({', '.join([c_string(fmt), *args])})"
+
+
+def _chooser(order):
+    def rule(args, template):
+        if len(args) != 3:
+            fail(f"takes 3 arguments (cond, {order}), got {len(args)}")
+        cond, a, b = args
+        if not (cond is T.bool_ or T.is_int(cond) or T.is_array(cond)):
+            fail(f"condition must be a bool, an integer or an array, got {T.type_name(cond)}")
+        if a != b:
+            fail(f"both values must have one type, got ({names((a, b))})")
+        if isinstance(a, T.TupleType):
+            fail("cannot choose between tuples")
+        return a
+
+    return rule
+
+
+def _make_tuple(args, template):
+    (t,) = template
+    if tuple(args) != t.types:
+        fail(f"tuple of ({names(t.types)}) built from ({names(args)})")
+    return t
+
+
+def _make_tuple_cpp(a, template):
+    return f"tw::make_tuple<{', '.join(t._cpp_ for t in template[0].types)}>({', '.join(a)})"
+
+
+def _tuple_get(args, template):
+    (t,), (i,) = args, template
+    if not isinstance(t, T.TupleType) or not 0 <= i < len(t.types):
+        fail(f"no element {i} in {T.type_name(t)}")
+    return t.types[i]
+
+
+def _reverse_range(args, template):
+    if len(args) != 3 or len(set(args)) != 1 or not T.is_int(args[0]):
+        fail(f"takes (start, stop, step) of one integer type, got ({names(args)})")
+    return T.TupleType((args[0], args[0]))
+
+
+def _host_printf(fmt, *args):
+    py.print(fmt % tuple(a.value if isinstance(a, T.Scalar) else a for a in args), end="")
+
+
+register(
+    Builtin("print", _print, "tw::print", differentiable=False, side_effect=True, emit=_print_cpp,
+            host=py.print),
+    Builtin("printf", _printf, "tw::printf", differentiable=False, side_effect=True, unify_literals=False,
+            emit=_printf_cpp, host=_host_printf),
+    Builtin("where", _chooser("value_if_true, value_if_false"), "tw::where", adjoint="tw::adj_where",
+            unify_literals=False, host=lambda c, a, b: a if c else b),
+    Builtin("select", _chooser("value_if_false, value_if_true"), "tw::select", adjoint="tw::adj_select",
+            unify_literals=False, host=lambda c, f, t: t if c else f),
+    Builtin("make_tuple", _make_tuple, "tw::make_tuple", adjoint="tw::adj_make_tuple", unify_literals=False,
+            emit=_make_tuple_cpp),
+    Builtin("tuple_get", _tuple_get, "tw::get", adjoint="tw::adj_tuple_get", unify_literals=False,
+            emit=lambda a, t: f"tw::get<{t[0]}>({a[0]})"),
+    # reversed(range(start, stop, step)) -> (first, stop) of the range with step -step
+    Builtin("reverse_range", _reverse_range, "tw::reverse_range", differentiable=False),
+)
