@@ -17,10 +17,12 @@ def ends(v: wp.indexedarray(dtype=float)):
 
 
 @wp.kernel(enable_backward=False)
-def indexed2d(a: wp.indexedarray2d(dtype=float), out: wp.array(dtype=float),
+def indexed2d(a: wp.indexedarray2d(dtype=float), w: wp.indexedarray2d(dtype=float), out: wp.array(dtype=float),
               c: wp.indexedarray(dtype=float)):
     i, j = wp.tid()
-    a[i, j] = a[i, j] * 2.0 + float(a.shape[0] * 10 + a.shape[1])
+    w[i, j] = a[i, j] * 2.0 + float(a.shape[0] * 10 + a.shape[1])
+    wrow = w[i]
+    wrow[j] = wrow[j] + 0.5
     row = a[i]
     out[i * a.shape[1] + j] = row[j] + ends(row) + a[-1 - i, -1]
     c[i] += 1.0
@@ -38,10 +40,10 @@ def indexed3d(a: wp.indexedarray3d(dtype=wp.vec2), out: wp.array3d(dtype=wp.vec2
 
 
 @wp.kernel(enable_backward=False)
-def indexed1d(a: wp.indexedarray(dtype=int), out: wp.array(dtype=int)):
+def indexed1d(a: wp.indexedarray(dtype=int), m: wp.indexedarray(dtype=int), out: wp.array(dtype=int)):
     i = wp.tid()
     out[i] = a[i] * 100 + a.shape[0]
-    wp.atomic_max(a, i, 5)
+    wp.atomic_max(m, i, a[i])
 
 
 @wp.func
@@ -75,7 +77,13 @@ def negative(a: wp.array(dtype=float), b: wp.array2d(dtype=float), out: wp.array
     c = b[-1]
     out[-1] = c[-3]
     b[-1, -1] = 99.0
-    wp.atomic_add(a, -1, 1.0)
+    wp.atomic_add(a, -6, 1.0)
+
+
+@wp.kernel(enable_backward=False)
+def subscripted(a: wp.array[float], b: wp.array2d[wp.vec2], c: wp.array[int, 2], d: wp.indexedarray[float]):
+    i = wp.tid()
+    a[i] = a[i] + b[i, 1].y + float(c[i, 0]) + d[i]
 
 
 @wp.kernel
@@ -113,13 +121,14 @@ def test_indexed2d(mods, device, rng):
     c_data = rng.random(7, dtype=np.float32)
 
     def make(wp_, dev):
-        d = wp_.array(data, device=dev)
+        d, w = wp_.array(data, device=dev), wp_.zeros((5, 6), dtype=float, device=dev)
         rows = wp_.array([4, 1, 2], dtype=wp_.int32, device=dev)
         cols = wp_.array([0, 5, 2, 3], dtype=wp_.int32, device=dev)
         c = wp_.array(c_data, device=dev)
         out = wp_.zeros(12, dtype=float, device=dev)
         ci = wp_.indexedarray(c, wp_.array([6, 0, 3, 2], dtype=wp_.int32, device=dev))
-        return [wp_.indexedarray(d, [rows, cols]), out, ci], [d, out, c]
+        args = [wp_.indexedarray(d, [rows, cols]), wp_.indexedarray(w, [rows, cols]), out, ci]
+        return args, [d, w, out, c]
 
     _compare(mods, "indexed2d", (3, 4), make, device)
 
@@ -141,8 +150,10 @@ def test_indexed1d_int_and_single_index_array(mods, device, rng):
 
     def make(wp_, dev):
         d = wp_.array(data, dtype=wp_.int32, device=dev)
+        m = wp_.zeros(9, dtype=wp_.int32, device=dev)
         out = wp_.zeros(4, dtype=wp_.int32, device=dev)
-        return [wp_.indexedarray(d, wp_.array([8, 2, 2, 0], dtype=wp_.int32, device=dev)), out], [d, out]
+        idx = wp_.array([8, 2, 2, 0], dtype=wp_.int32, device=dev)  # two threads meet at element 2
+        return [wp_.indexedarray(d, idx), wp_.indexedarray(m, idx), out], [d, m, out]
 
     _compare(mods, "indexed1d", 4, make, device)
 
@@ -171,6 +182,27 @@ def test_array_from_ptr(mods, device, rng):
 
     got = _compare(mods, "through_ptr", (2, 3), make, device)[0]
     np.testing.assert_allclose(got[[0, 7]], base_data[[0, 7]])  # outside the view: untouched
+
+
+def test_subscripted_annotations(mods, device, rng):
+    a, b = rng.random(4, dtype=np.float32), rng.random((4, 2, 2), dtype=np.float32)
+    c, d = rng.integers(-9, 9, size=(4, 3)).astype(np.int32), rng.random(6, dtype=np.float32)
+
+    def make(wp_, dev):
+        arrays = [wp_.array(a, device=dev), wp_.array(b, dtype=wp_.vec2, device=dev), wp_.array(c, device=dev)]
+        ia = wp_.indexedarray(wp_.array(d, device=dev), wp_.array([5, 3, 1, 0], dtype=wp_.int32, device=dev))
+        return arrays + [ia], arrays[:1]
+
+    _compare(mods, "subscripted", 4, make, device)
+
+
+def test_subscript_forms():
+    assert wp.array[wp.vec3, 2].__tw_annotation__() == wp.array(dtype=wp.vec3, ndim=2).__tw_annotation__()
+    assert wp.array2d[float].ndim == 2 and wp.indexedarray[float, 3].ndim == 3
+    with pytest.raises(ValueError, match="ndim must be between 1 and 4"):
+        wp.array[float, 5]
+    with pytest.raises(TypeError, match="expects 1 or 2 type parameters"):
+        wp.indexedarray[float, 1, 2]
 
 
 # ---- host side ------------------------------------------------------------------------------------
@@ -238,12 +270,12 @@ def test_constructor_errors_match_warp(mods, k):
 def test_plain_array_for_indexed_parameter_is_a_launch_error(mods):
     a = wp.zeros((2, 2), dtype=float, device="cpu")
     with pytest.raises(wp.LaunchError, match="argument 'a' expects indexedarray"):
-        wp.launch(mods[0].indexed2d, dim=(1, 1), inputs=[a, wp.zeros(4, dtype=float, device="cpu"),
+        wp.launch(mods[0].indexed2d, dim=(1, 1), inputs=[a, a, wp.zeros(4, dtype=float, device="cpu"),
                                                          wp.indexedarray(wp.zeros(2, dtype=float, device="cpu"))],
                   device="cpu")
     ia = wp.indexedarray(wp.zeros(3, dtype=int, device="cpu"))
     with pytest.raises(wp.LaunchError, match="argument 'out' expects array"):
-        wp.launch(mods[0].indexed1d, dim=1, inputs=[ia, ia], device="cpu")
+        wp.launch(mods[0].indexed1d, dim=1, inputs=[ia, ia, ia], device="cpu")
 
 
 # ---- debug checks on indexed arrays -----------------------------------------------------------------

@@ -6,6 +6,7 @@ kernel receives a ``tw::array_t<T, D>`` descriptor pointing straight at this mem
 """
 from __future__ import annotations
 
+import typing
 from typing import Any
 
 import numpy as np
@@ -162,6 +163,11 @@ class array:
             self._grad = zeros(self.shape, dtype=self.dtype, device=self.device)
         self._requires_grad = bool(value)
         self._desc = None
+
+    def __class_getitem__(cls, params):
+        """``wp.array[float]``, ``wp.array[wp.vec3, 2]``: an annotation, as in Warp 1.19."""
+        dtype, ndim = subscript_params("array", params)
+        return cls(dtype=dtype, ndim=ndim)
 
     def __tw_annotation__(self):
         return T.ArrayType(T.value_type(self.dtype if self.dtype is not Any else T.float32), self.ndim)
@@ -426,12 +432,39 @@ def from_numpy(arr, dtype=None, shape=None, device=None, requires_grad=False) ->
     return array(arr, dtype=dtype, shape=shape, device=device, requires_grad=requires_grad)
 
 
-def _annotation(ndim):
-    def make(dtype=Any, **kwargs):
-        return array(dtype=dtype, ndim=ndim, **kwargs)
+def subscript_params(what: str, params, ndim: int = 1) -> tuple:
+    """``(dtype, ndim)`` from ``wp.array[dtype]`` / ``wp.array[dtype, ndim]`` (ndim may be ``Literal[n]``)."""
+    if not isinstance(params, tuple):
+        return params, ndim
+    if len(params) != 2:
+        raise TypeError(f"wp.{what} expects 1 or 2 type parameters, got {len(params)}")
+    dtype, n = params
+    n = typing.get_args(n)[0] if typing.get_args(n) else n
+    if not isinstance(n, int):
+        raise TypeError(f"ndim must be an integer, got {n!r}")
+    if not 1 <= n <= 4:
+        raise ValueError(f"ndim must be between 1 and 4, got {n}")
+    return dtype, n
 
-    make.__name__ = f"array{ndim}d"
-    return make
+
+class _Alias:
+    """``wp.array2d``: called like ``wp.array(..., ndim=2)``, or subscripted (``wp.array2d[float]``)."""
+
+    def __init__(self, ndim):
+        self.ndim, self.__name__ = ndim, f"array{ndim}d"
+
+    def __call__(self, dtype=Any, **kwargs):
+        return array(dtype=dtype, ndim=self.ndim, **kwargs)
+
+    def __getitem__(self, dtype):
+        return array(dtype=dtype, ndim=self.ndim)
+
+    def __repr__(self):
+        return f"wp.{self.__name__}"
+
+
+def _annotation(ndim):
+    return _Alias(ndim)
 
 
 array1d, array2d, array3d, array4d = (_annotation(n) for n in (1, 2, 3, 4))

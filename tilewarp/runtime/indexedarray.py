@@ -66,6 +66,13 @@ class indexedarray:
         self.shape = tuple(shape)
         self.size = int(np.prod(self.shape))
 
+    def __class_getitem__(cls, params):
+        """``wp.indexedarray[float]``, ``wp.indexedarray[float, 2]``: an annotation, as in Warp 1.19."""
+        from .array import subscript_params
+
+        dtype, ndim = subscript_params("indexedarray", params)
+        return cls(dtype=dtype, ndim=ndim)
+
     # ---- kernel side -------------------------------------------------------------------------
 
     def __tw_annotation__(self):
