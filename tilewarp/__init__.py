@@ -29,6 +29,9 @@ from .types import (  # noqa: E402,F401
     mat44d, matrix, uint8, uint16, uint32, uint64, vec2, vec2d, vec2h, vec2i, vec3, vec3d, vec3h, vec3i, vec4,
     vec4d, vec4h, vec4i, vector)
 from .types import bool_ as bool  # noqa: E402,F401
+from .types import COMPOSITE_ALIASES as _COMPOSITE_ALIASES, quaternion, transformation  # noqa: E402,F401
+
+globals().update(_COMPOSITE_ALIASES)  # vec3ub, mat44h, quat, quatd, transform, spatial_vector, ...
 
 # kernel-side builtins users call as wp.<name> (operators are reached through Python syntax)
 _HIDDEN = {"add", "sub", "mul", "matmul", "div", "mod", "floordiv", "neg", "pos", "eq", "ne", "lt", "le", "gt",

@@ -183,6 +183,67 @@ class MatrixBase(_Composite):
         return repr(self.numpy().tolist())
 
 
+def _hamilton(a, b):
+    """Quaternion product of two (x, y, z, w) arrays."""
+    av, bv = a[:3], b[:3]
+    return np.concatenate([a[3] * bv + b[3] * av + np.cross(av, bv), [a[3] * b[3] - np.dot(av, bv)]])
+
+
+class QuatBase(VectorBase):
+    """Quaternion ``(x, y, z, w)``; ``q * r`` of two quaternions is their product."""
+
+    def __init__(self, *args):
+        if len(args) == 2 and not isinstance(args[0], (int, float, np.number, Scalar)):
+            args = (*args[0], args[1])  # (imaginary part, real part)
+        super().__init__(*args)
+
+    def __mul__(self, o):
+        if isinstance(o, QuatBase):
+            return type(self)(*_hamilton(self.numpy(), o.numpy()))
+        return super().__mul__(o)
+
+
+class TransformBase(VectorBase):
+    """Rigid transform: translation ``p`` then rotation ``q`` (7 scalars, Warp's layout).
+    On the host ``transform()`` is the identity and ``transform(p)`` has no rotation, as in Warp."""
+
+    def __init__(self, *args, p=None, q=None):
+        if p is not None or q is not None or not args or (
+                len(args) <= 2 and not isinstance(args[0], (int, float, np.number, Scalar)) and len(args[0]) == 3):
+            p, q = (args + (p, q))[:2] if len(args) == 2 else (args[0], q) if args else (p, q)
+            args = (*(p if p is not None else (0, 0, 0)), *(q if q is not None else (0, 0, 0, 1)))
+        super().__init__(*args)
+
+    def __getattr__(self, name):
+        raise AttributeError(name)
+
+    @property
+    def p(self):
+        return vector(3, self._wp_scalar_type_)(*self._values()[:3])
+
+    @p.setter
+    def p(self, value):
+        for i, v in enumerate(np.asarray(value).reshape(3)):
+            self[i] = v
+
+    @property
+    def q(self):
+        return quaternion(self._wp_scalar_type_)(*self._values()[3:])
+
+    @q.setter
+    def q(self, value):
+        for i, v in enumerate(np.asarray(value).reshape(4)):
+            self[3 + i] = v
+
+    def __mul__(self, o):
+        if isinstance(o, TransformBase):  # composition: self after o
+            qa, x = self.q.numpy(), o.p.numpy()
+            v, w = qa[:3], qa[3]  # Warp's rotation formula (also defined for non-unit q)
+            p = x * (2 * w * w - 1) + np.cross(v, x) * 2 * w + v * np.dot(v, x) * 2 + self.p.numpy()
+            return type(self)(p, _hamilton(qa, o.q.numpy()))
+        return super().__mul__(o)
+
+
 _composite_cache: dict = {}
 
 
@@ -217,6 +278,28 @@ def matrix(shape, dtype=float32) -> type:
             "_length_": rows * cols, "_type_": dtype._type_, "_wp_scalar_type_": dtype,
             "_wp_shape_": (rows, cols), "_cpp_": f"tw::mat_t<{rows}, {cols}, {dtype._cpp_}>"})
     return _composite_cache[key]
+
+
+def _float_composite(kind: str, base: type, length: int, dtype, cpp: str) -> type:
+    dtype = scalar_type(dtype)
+    if not is_float(dtype):
+        raise TypeError(f"{kind} needs a float dtype, got {type_name(dtype)}")
+    key = (kind, dtype)
+    if key not in _composite_cache:
+        _composite_cache[key] = type(f"{kind}{_suffix(dtype)}", (base,), {
+            "_length_": length, "_type_": dtype._type_, "_wp_scalar_type_": dtype, "_wp_shape_": (length,),
+            "_cpp_": f"tw::{cpp}<{dtype._cpp_}>"})
+    return _composite_cache[key]
+
+
+def quaternion(dtype=float32) -> type:
+    """The quaternion type ``(x, y, z, w)`` of float ``dtype``."""
+    return _float_composite("quat", QuatBase, 4, dtype, "quat_t")
+
+
+def transformation(dtype=float32) -> type:
+    """The rigid transform type (``p``: vec3, then ``q``: quat) of float ``dtype``."""
+    return _float_composite("transform", TransformBase, 7, dtype, "transform_t")
 
 
 def _suffix(dtype) -> str:
@@ -288,7 +371,16 @@ def is_int(t) -> bool:
 
 
 def is_vector(t) -> bool:
-    return isinstance(t, type) and issubclass(t, VectorBase)
+    """A plain vector (as in Warp, quaternions and transforms are not vectors)."""
+    return isinstance(t, type) and issubclass(t, VectorBase) and not issubclass(t, (QuatBase, TransformBase))
+
+
+def is_quaternion(t) -> bool:
+    return isinstance(t, type) and issubclass(t, QuatBase)
+
+
+def is_transformation(t) -> bool:
+    return isinstance(t, type) and issubclass(t, TransformBase)
 
 
 def is_matrix(t) -> bool:
@@ -296,7 +388,8 @@ def is_matrix(t) -> bool:
 
 
 def is_composite(t) -> bool:
-    return is_vector(t) or is_matrix(t)
+    """A vector, quaternion, transform or matrix type."""
+    return isinstance(t, type) and issubclass(t, (VectorBase, MatrixBase))
 
 
 def is_array(t) -> bool:
@@ -412,3 +505,17 @@ vec2h, vec3h, vec4h = (vector(n, float16) for n in (2, 3, 4))
 vec2i, vec3i, vec4i = (vector(n, int32) for n in (2, 3, 4))
 mat22, mat33, mat44 = (matrix((n, n), float32) for n in (2, 3, 4))
 mat22d, mat33d, mat44d = (matrix((n, n), float64) for n in (2, 3, 4))
+
+_INT_SUFFIXES = {"ui": uint32, "b": int8, "ub": uint8, "s": int16, "us": uint16, "l": int64, "ul": uint64}
+_FLOAT_SUFFIXES = {"": float32, "f": float32, "h": float16, "d": float64}
+#: every composite alias Warp defines (vec3ub, mat44h, quatd, transformf, spatial_vectord, ...)
+COMPOSITE_ALIASES = {
+    **{f"vec{n}{s}": vector(n, t) for n in (2, 3, 4) for s, t in {**_FLOAT_SUFFIXES, "i": int32,
+                                                                  **_INT_SUFFIXES}.items()},
+    **{f"mat{n}{n}{s}": matrix((n, n), t) for n in (2, 3, 4) for s, t in _FLOAT_SUFFIXES.items()},
+    **{f"quat{s}": quaternion(t) for s, t in _FLOAT_SUFFIXES.items()},
+    **{f"transform{s}": transformation(t) for s, t in _FLOAT_SUFFIXES.items()},
+    **{f"spatial_vector{s}": vector(6, t) for s, t in _FLOAT_SUFFIXES.items()},
+    **{f"spatial_matrix{s}": matrix((6, 6), t) for s, t in _FLOAT_SUFFIXES.items()},
+}
+globals().update(COMPOSITE_ALIASES)

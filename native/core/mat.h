@@ -149,6 +149,21 @@ TW_FUNC T ddot(const mat_t<R, C, T>& a, const mat_t<R, C, T>& b) {  // sum of a_
         for (int j = 0; j < C; ++j) s = add(s, mul(a.c[i][j], b.c[i][j]));
     return s;
 }
+template <int N, typename T> TW_FUNC mat_t<N, N, T> diag(const vec_t<N, T>& d) {
+    mat_t<N, N, T> m;
+    for (int i = 0; i < N; ++i) m.c[i][i] = d.c[i];
+    return m;
+}
+template <int N, typename T> TW_FUNC vec_t<N, T> get_diag(const mat_t<N, N, T>& m) {
+    vec_t<N, T> d;
+    for (int i = 0; i < N; ++i) d.c[i] = m.c[i][i];
+    return d;
+}
+// skew(a) * b == cross(a, b)
+template <typename T> TW_FUNC mat_t<3, 3, T> skew(const vec_t<3, T>& a) {
+    const T z = detail::zero<T>();
+    return mat_t<3, 3, T>(z, neg(a.c[2]), a.c[1], a.c[2], z, neg(a.c[0]), neg(a.c[1]), a.c[0], z);
+}
 template <int R, int C, typename T>
 TW_FUNC mat_t<R, C, T> outer(const vec_t<R, T>& a, const vec_t<C, T>& b) {
     mat_t<R, C, T> r;

@@ -94,7 +94,9 @@ TW_FUNC uint16_t f32_to_f16(float f) {
 #if TW_IS_CUDA
     uint16_t h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
 #elif TW_HOST_FLOAT16
-    _Float16 v = (_Float16)f; uint16_t h; __builtin_memcpy(&h, &v, 2); return h;
+    // The empty asm pins the rounded bits: without it GCC 12 -O3 folds half->float->half round
+    // trips away (x86 _Float16 has excess precision), skipping the rounding of each half op.
+    _Float16 v = (_Float16)f; uint16_t h; __builtin_memcpy(&h, &v, 2); __asm__("" : "+r"(h)); return h;
 #else
     return f32_to_f16_sw(f);
 #endif
@@ -103,7 +105,7 @@ TW_FUNC uint16_t f64_to_f16(double d) {
 #if TW_IS_CUDA
     uint16_t h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d)); return h;
 #elif TW_HOST_FLOAT16
-    _Float16 v = (_Float16)d; uint16_t h; __builtin_memcpy(&h, &v, 2); return h;
+    _Float16 v = (_Float16)d; uint16_t h; __builtin_memcpy(&h, &v, 2); __asm__("" : "+r"(h)); return h;
 #else
     return f64_to_f16_sw(d);
 #endif

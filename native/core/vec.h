@@ -23,6 +23,11 @@ template <int N, typename T> struct vec_t {
     TW_FUNC explicit vec_t(const vec_t<N, S>& o) {
         for (int i = 0; i < N; ++i) c[i] = cast<T>(o.c[i]);
     }
+    // Spatial vector from its angular (w) and linear (v) halves.
+    template <int M = N, detail::enable_if_t<M == 6, int> = 0>
+    TW_FUNC vec_t(const vec_t<3, T>& w, const vec_t<3, T>& v) {
+        for (int i = 0; i < 3; ++i) c[i] = w.c[i], c[3 + i] = v.c[i];
+    }
 
     TW_FUNC T& operator[](int i) { return c[i]; }
     TW_FUNC const T& operator[](int i) const { return c[i]; }
@@ -106,6 +111,26 @@ template <int N, typename T> TW_FUNC vec_t<N, T> normalize(const vec_t<N, T>& a)
     T l = length(a);
     if (l > detail::zero<T>()) return div(a, l);
     return vec_t<N, T>();
+}
+// Norms (Warp's norm_* functions); delta is the quadratic-to-linear switch of the Huber norms.
+template <int N, typename T> TW_FUNC T norm_l1(const vec_t<N, T>& a) {
+    T s = abs(a.c[0]);
+    for (int i = 1; i < N; ++i) s = add(s, abs(a.c[i]));
+    return s;
+}
+template <int N, typename T> TW_FUNC T norm_l2(const vec_t<N, T>& a) { return length(a); }
+template <int N, typename T>
+TW_FUNC T norm_huber(const vec_t<N, T>& a, T delta = detail::one<T>()) {
+    T l = length(a), h = cast<T>(0.5);
+    return l <= delta ? h * l * l : delta * (l - h * delta);
+}
+template <int N, typename T>
+TW_FUNC T norm_pseudo_huber(const vec_t<N, T>& a, T delta = detail::one<T>()) {
+    return delta * sqrt(detail::one<T>() + dot(a, a) / (delta * delta));
+}
+template <int N, typename T>
+TW_FUNC vec_t<N, T> smooth_normalize(const vec_t<N, T>& a, T delta = detail::one<T>()) {
+    return div(a, norm_pseudo_huber(a, delta));
 }
 template <int N, typename T>
 TW_FUNC vec_t<N, T> lerp(const vec_t<N, T>& a, const vec_t<N, T>& b, T t) {

@@ -29,6 +29,8 @@ def _matmul(args, template):
 
 
 def _product(a, b, op):
+    if op == "*" and a == b and (T.is_quaternion(a) or T.is_transformation(a)):
+        return a  # quaternion product, transform composition
     if T.is_matrix(a) and T.is_vector(b) and a._wp_shape_[1] == b._length_:
         return T.vector(a._wp_shape_[0], b._wp_scalar_type_)
     if T.is_vector(a) and T.is_matrix(b) and b._wp_shape_[0] == a._length_:
@@ -47,9 +49,22 @@ def _div(args, template):
         fail(f"operands have different scalar types ({names(args)})")
     if T.is_scalar(b) and (T.is_scalar(a) or T.is_composite(a)):
         return a
-    if T.is_scalar(a) and T.is_vector(b):
+    if T.is_scalar(a) and (T.is_vector(b) or T.is_quaternion(b)):
         return b
     fail(f"unsupported operands for '/': ({names(args)})")
+
+
+def _or_spatial(rule, transforms=True):
+    """``rule``, also accepting quaternions (and transforms) of one type: Warp adds, subtracts and
+    compares both, and negates quaternions."""
+
+    def wrapped(args, template):
+        t = args[0] if args else None
+        if all(a == t for a in args) and (T.is_quaternion(t) or (transforms and T.is_transformation(t))):
+            return T.bool_ if rule is _compare else t
+        return rule(args, template)
+
+    return wrapped
 
 
 _arith = numeric(vectors=True, matrices=True)
@@ -63,24 +78,24 @@ def _compare(args, template):
 
 
 register(
-    Builtin("add", arity(2)(_arith), "tw::add", adjoint="tw::adj_add"),
-    Builtin("sub", arity(2)(_arith), "tw::sub", adjoint="tw::adj_sub"),
+    Builtin("add", arity(2)(_or_spatial(_arith)), "tw::add", adjoint="tw::adj_add"),
+    Builtin("sub", arity(2)(_or_spatial(_arith)), "tw::sub", adjoint="tw::adj_sub"),
     Builtin("mul", _mul, "tw::mul", adjoint="tw::adj_mul"),
     Builtin("matmul", _matmul, "tw::mul", adjoint="tw::adj_mul"),
     Builtin("div", _div, "tw::div", adjoint="tw::adj_div"),
     Builtin("mod", arity(2)(_scalars), "tw::mod", adjoint="tw::adj_mod"),
     Builtin("floordiv", arity(2)(_scalars), "tw::floordiv", differentiable=False),
     Builtin("pow", arity(2)(numeric(kinds=("float",))), "tw::pow", adjoint="tw::adj_pow"),
-    Builtin("neg", arity(1)(_arith), "tw::neg", adjoint="tw::adj_neg"),
-    Builtin("pos", arity(1)(_arith), "tw::pos", adjoint="tw::adj_pos"),
+    Builtin("neg", arity(1)(_or_spatial(_arith, transforms=False)), "tw::neg", adjoint="tw::adj_neg"),
+    Builtin("pos", arity(1)(_or_spatial(_arith, transforms=False)), "tw::pos", adjoint="tw::adj_pos"),
     Builtin("bit_and", arity(2)(_ints), "tw::bit_and", differentiable=False),
     Builtin("bit_or", arity(2)(_ints), "tw::bit_or", differentiable=False),
     Builtin("bit_xor", arity(2)(_ints), "tw::bit_xor", differentiable=False),
     Builtin("lshift", arity(2)(_ints), "tw::lshift", differentiable=False),
     Builtin("rshift", arity(2)(_ints), "tw::rshift", differentiable=False),
     Builtin("invert", arity(1)(_ints), "tw::invert", differentiable=False),
-    Builtin("eq", arity(2)(_compare), "tw::eq", differentiable=False),
-    Builtin("ne", arity(2)(_compare), "tw::ne", differentiable=False),
+    Builtin("eq", arity(2)(_or_spatial(_compare)), "tw::eq", differentiable=False),
+    Builtin("ne", arity(2)(_or_spatial(_compare)), "tw::ne", differentiable=False),
     Builtin("lt", arity(2)(returns(T.bool_, _scalars)), "tw::lt", differentiable=False),
     Builtin("le", arity(2)(returns(T.bool_, _scalars)), "tw::le", differentiable=False),
     Builtin("gt", arity(2)(returns(T.bool_, _scalars)), "tw::gt", differentiable=False),

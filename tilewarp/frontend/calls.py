@@ -9,6 +9,7 @@ from ..builtins import Builtin
 from ..builtins.operators import BINARY
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir import nodes as ir
+from .composites import composite_call
 from .lower import PY_BUILTINS, _STATIC_MARK
 from .places import Element, place
 
@@ -27,6 +28,9 @@ def lower_call(lw, node: ast.Call):
             raise KernelTypeError(f"wp.static() expression failed: {type(e).__name__}: {e}", loc) from e
     if getattr(func, "_tw_specialize", None) is not None:
         return call_user_function(lw, func, node)
+    special = composite_call(lw, func, node)  # wp.vector(..), wp.quat(x=..), wp.identity(3, float), ...
+    if special is not None:
+        return special
     if func in T.python_scalar_aliases:
         func = T.python_scalar_aliases[func]
     if T.is_scalar(func) or T.is_composite(func):
@@ -59,26 +63,11 @@ def _no_keywords(lw, node, what):
         raise KernelSyntaxError(f"{what}() takes no keyword arguments", lw.src.loc(node))
 
 
-def _static_kw(lw, node, name, default):
-    for kw in node.keywords:
-        if kw.arg == name:
-            try:
-                return lw.src.evaluate(kw.value, {})
-            except Exception as e:
-                raise KernelTypeError(f"'{name}=' must be a compile-time constant ({type(e).__name__}: {e})",
-                                      lw.src.loc(kw.value)) from None
-    return default
-
-
 def _builtin(lw, func: Builtin, node):
     if func.name == "tid":
         if node.args or node.keywords:
             raise KernelSyntaxError("wp.tid() takes no arguments", lw.src.loc(node))
         return lw.call("tid", [], node, (0, 1))
-    if func.name == "identity":
-        n = _static_kw(lw, node, "n", None)
-        dtype = T.scalar_type(_static_kw(lw, node, "dtype", T.float32))
-        return lw.call("identity", [], node, (n, dtype))
     _no_keywords(lw, node, func.name)
     if func.name in _OUTPUT_AND_CHOICE:
         return _OUTPUT_AND_CHOICE[func.name](lw, func.name, node)
@@ -158,7 +147,7 @@ def _len(lw, node):
         raise KernelTypeError(f"len() takes exactly one argument, got {len(node.args)}", lw.src.loc(node))
     (arg,) = node.args
     v = lw.value(arg)
-    if T.is_vector(v.type) or T.is_matrix(v.type):
+    if T.is_composite(v.type):
         return lw.const(v.type._wp_shape_[0], T.int32)
     if T.is_array(v.type):
         return lw.call("extract", [lw.call("shape", [v], node), lw.const(0, T.int32)], node)

@@ -176,8 +176,12 @@ class Lowerer:
                 raise KernelTypeError(f"{_describe(base)} has no attribute '{node.attr}'", self.src.loc(node))
             return getattr(base, node.attr)
         t = base.type
-        if T.is_vector(t) and len(node.attr) == 1 and 0 <= "xyzw".find(node.attr) < t._length_:
-            return self.call("extract", [base, self.const("xyzw".index(node.attr))], node)
+        if T.is_composite(t):  # v.x, q.w, t.p, t.q
+            from .composites import read_attribute
+
+            part = read_attribute(self, base, node)
+            if part is not None:
+                return part
         if T.is_array(t) and node.attr == "shape":
             return self.call("shape", [base], node)
         if T.is_struct(t) and node.attr in t._tw_fields_:

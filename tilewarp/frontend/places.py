@@ -93,7 +93,7 @@ class _Component(_Place):
     def set(self, value, stmt):
         base = self.parent.get()
         t = base.type
-        if value.weak and len(self.indices) == (1 if T.is_vector(t) else 2):
+        if value.weak and len(self.indices) == (2 if T.is_matrix(t) else 1):
             value = self.lw.coerce(value, T.scalar_of(t), stmt, "component")
         name = component_builtin("with_component", t, len(self.indices))
         self.parent.set(self.lw.call(name, [base, *self.indices, value], stmt), stmt)
@@ -109,8 +109,12 @@ def place(lw, node) -> _Place:
         t = parent.get().type
         if T.is_struct(t) and node.attr in t._tw_fields_:
             return _Field(lw, node, parent, node.attr)
-        if T.is_vector(t) and len(node.attr) == 1 and 0 <= "xyzw".find(node.attr) < t._length_:
-            return _Component(lw, node, parent, [lw.const("xyzw".index(node.attr), T.int32)])
+        if T.is_composite(t):  # v.x = a, q.w = a, t.p = a, t.q = a
+            from .composites import attribute_place
+
+            part = attribute_place(lw, node, parent, t)
+            if part is not None:
+                return part
         raise KernelTypeError(f"cannot assign attribute '{node.attr}' of a {T.type_name(t)} value", loc)
     if isinstance(node, ast.Subscript):
         if isinstance(node.slice, ast.Slice):
