@@ -23,6 +23,15 @@ from .runtime.device import (  # noqa: E402,F401
     Device, ScopedDevice, get_cuda_device_count, get_cuda_devices, get_device, get_devices,
     get_preferred_device, is_cuda_available, set_device, synchronize)
 from .runtime.launch import Launch, launch  # noqa: E402,F401
+from .runtime.device import is_mempool_enabled, is_mempool_supported, synchronize_device  # noqa: E402,F401
+from .runtime.stream import (  # noqa: E402,F401
+    Event, ScopedStream, Stream, get_event_elapsed_time, get_stream, record_event, set_stream, synchronize_event,
+    synchronize_stream, wait_event, wait_stream)
+from .runtime.graph import (  # noqa: E402,F401
+    CaptureMode, Graph, ScopedCapture, capture_begin, capture_end, capture_launch)
+from .runtime.interop import (  # noqa: E402,F401
+    device_from_torch, device_to_torch, dtype_from_torch, dtype_to_torch, from_dlpack, from_torch,
+    stream_from_torch, stream_to_torch, to_dlpack, to_torch)
 from .structs import struct  # noqa: E402,F401
 from .types import (  # noqa: E402,F401
     constant, float16, float32, float64, half, int8, int16, int32, int64, mat22, mat22d, mat33, mat33d, mat44,

@@ -55,12 +55,14 @@ class array:
         self._grad = None
         self._requires_grad = False
         self._owner = None
+        self.pinned = False
         if length is not None and shape is None:
             shape = (length,)
         if data is None and shape is None and ptr is None:  # an annotation: wp.array(dtype=float, ndim=2)
             self.dtype, self.ndim, self.shape, self.ptr, self.device = dtype, ndim or 1, None, 0, None
             return
         self.device = get_device(device) if device is not None or not isinstance(data, array) else data.device
+        self.pinned = bool(pinned) and self.device.is_cpu  # page-locked host memory when a GPU exists
         if isinstance(data, array):
             data = data.numpy()
         if data is not None:
@@ -119,7 +121,12 @@ class array:
         self.strides = tuple(int(s) for s in strides)
 
     def _allocate(self):
-        self._owner = _Allocation(self.device.backend, self.capacity)
+        backend = self.device.backend
+        if self.pinned:
+            from .device import pinned_backend
+
+            backend = pinned_backend() or backend
+        self._owner = _Allocation(backend, self.capacity)
         self.ptr = self._owner.ptr
 
     # ---- properties ----------------------------------------------------------------------------
@@ -182,6 +189,23 @@ class array:
             d.strides[:] = self.strides
             self._desc = d
         return self._desc
+
+    # interop (runtime/interop.py): zero-copy views for other libraries
+    @property
+    def __cuda_array_interface__(self):
+        from .interop import cuda_array_interface
+
+        return cuda_array_interface(self)
+
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        from .interop import array_dlpack
+
+        return array_dlpack(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self):
+        from .interop import dlpack_device
+
+        return dlpack_device(self)
 
     def __len__(self):
         return self.shape[0]
@@ -348,24 +372,25 @@ class _HostView:
 
 
 def empty(shape=None, dtype=float, device=None, requires_grad=False, pinned=False, **kwargs) -> array:
-    return array(shape=shape if shape is not None else 0, dtype=dtype, device=device, requires_grad=requires_grad)
+    return array(shape=shape if shape is not None else 0, dtype=dtype, device=device, requires_grad=requires_grad,
+                 pinned=pinned)
 
 
 def zeros(shape=None, dtype=float, device=None, requires_grad=False, pinned=False, **kwargs) -> array:
-    return empty(shape, dtype, device, requires_grad)  # new allocations are zeroed
+    return empty(shape, dtype, device, requires_grad, pinned)  # new allocations are zeroed
 
 
 def full(shape=None, value=0, dtype=Any, device=None, requires_grad=False, pinned=False, **kwargs) -> array:
     if dtype is Any:
         dtype = type(value) if T.is_composite(type(value)) or T.is_struct(type(value)) else (
             T.bool_ if isinstance(value, bool) else T.int32 if isinstance(value, int) else T.float32)
-    a = empty(shape, dtype, device, requires_grad)
+    a = empty(shape, dtype, device, requires_grad, pinned)
     a.fill_(value)
     return a
 
 
 def ones(shape=None, dtype=float, device=None, requires_grad=False, pinned=False, **kwargs) -> array:
-    return full(shape, 1, dtype, device, requires_grad)
+    return full(shape, 1, dtype, device, requires_grad, pinned)
 
 
 def _like(src: array, device, requires_grad):
@@ -390,13 +415,19 @@ def full_like(src: array, value, device=None, requires_grad=None) -> array:
 
 
 def clone(src: array, device=None, requires_grad=None, pinned=False) -> array:
-    dst = empty_like(src, device, requires_grad)
+    dst = empty(**_like(src, device, requires_grad), pinned=pinned)
     _strided_copy(dst, src)
     return dst
 
 
-def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0) -> None:
-    """Copy ``count`` elements (all when 0) between arrays, across devices if needed."""
+def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0, stream=None) -> None:
+    """Copy ``count`` elements (all when 0) between arrays, across devices if needed; on ``stream``
+    (a CUDA Stream) instead of the device's current stream when given."""
+    if stream is not None:
+        from .stream import ScopedStream
+
+        with ScopedStream(stream, sync_enter=False):
+            return copy(dest, src, dest_offset, src_offset, count)
     if dest.dtype != src.dtype:
         raise LaunchError(f"copy between arrays of {T.type_name(src.dtype)} and {T.type_name(dest.dtype)}")
     if dest_offset or src_offset or count:

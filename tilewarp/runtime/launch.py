@@ -12,8 +12,8 @@ from ..errors import LaunchError, TileWarpError
 from ..ir import nodes as ir
 from .array import array
 from .debug import checked_launch
-from .device import Device, get_device
 from .indexedarray import converter as indexed_converter
+from .device import Device, get_device
 
 
 def _converter(t, name):
@@ -191,6 +191,12 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     """Run ``kernel`` over ``dim`` threads (Warp's signature and defaults)."""
     if adjoint:
         raise TileWarpError("adjoint launches are not available yet in this version of tilewarp")
+    if stream is not None:  # the stream decides the device; issue there instead of the current stream
+        from .stream import on_stream
+
+        with on_stream(stream, device):
+            return launch(kernel, dim, inputs, outputs, device=stream.device, record_tape=record_tape,
+                          record_cmd=record_cmd, max_blocks=max_blocks, block_dim=block_dim)
     values = [*inputs, *outputs] if outputs else list(inputs)
     if device is None:
         for v in values:
