@@ -222,5 +222,29 @@ template <typename A> TW_FUNC vec_t<detail::ndim_of<A>::value, int32_t> shape(co
     return r;
 }
 template <typename A, TW_IS_ARRAY(A)> TW_FUNC int32_t len(const A& a) { return a.shape[0]; }
+
+// wp.lower_bound on a sorted 1-d array: the first index in [begin, end - 1) whose element is not
+// below `value`, else end - 1 (Warp's answer when every element is smaller; begin when empty).
+template <typename T>
+TW_FUNC int32_t lower_bound(src_loc loc, const array_t<T, 1>& a, int32_t begin, int32_t end, const T& value) {
+    int32_t lo = begin, hi = end - 1;
+    while (lo < hi) {
+        const int32_t mid = lo + (hi - lo) / 2;
+        if (load(loc, a, mid) < value)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+template <typename T> TW_FUNC int32_t lower_bound(src_loc loc, const array_t<T, 1>& a, const T& value) {
+    return lower_bound(loc, a, 0, a.shape[0], value);
+}
+template <typename T> TW_FUNC int32_t lower_bound(const array_t<T, 1>& a, int32_t begin, int32_t end, const T& value) {
+    return lower_bound(src_loc{-1, -1}, a, begin, end, value);
+}
+template <typename T> TW_FUNC int32_t lower_bound(const array_t<T, 1>& a, const T& value) {
+    return lower_bound(src_loc{-1, -1}, a, 0, a.shape[0], value);
+}
 #undef TW_IS_ARRAY
 }  // namespace tw

@@ -87,6 +87,16 @@ def subscripted(a: wp.array[float], b: wp.array2d[wp.vec2], c: wp.array[int, 2],
 
 
 @wp.kernel
+def search(a: wp.array(dtype=float), q: wp.array(dtype=float), out: wp.array(dtype=int), ai: wp.array(dtype=wp.int64),
+           half: wp.array(dtype=wp.float16)):
+    i = wp.tid()
+    out[i] = wp.lower_bound(a, q[i])
+    out[i + 8] = wp.lower_bound(a, 1, 4, q[i])
+    out[i + 16] = wp.lower_bound(ai, wp.int64(i - 2))
+    out[i + 24] = wp.lower_bound(a, 2, 2, q[i]) + wp.lower_bound(half, wp.float16(q[i])) * 10
+
+
+@wp.kernel
 def through_ptr(a: wp.array2d(dtype=float)):
     i, j = wp.tid()
     a[i, j] = a[i, j] + float(i * 10 + j)
@@ -169,6 +179,14 @@ def test_negative_indices_wrap(mods, device, rng):
     a = rng.random(6, dtype=np.float32)
     b = rng.random((3, 4), dtype=np.float32)
     launch_both(mods, "negative", 4, [Arr(a), Arr(b), Arr(np.zeros(5, np.float32))], device)
+
+
+def test_lower_bound(mods, device, rng):
+    a = np.sort(rng.integers(0, 6, size=9)).astype(np.float32) * 0.5  # repeated values
+    q = np.concatenate([[-1.0, 99.0], rng.choice(a, 3), rng.random(3, dtype=np.float32) * 3]).astype(np.float32)
+    ai = np.sort(rng.integers(-3, 4, size=7)).astype(np.int64)
+    launch_both(mods, "search", 8, [Arr(a), Arr(q), Arr(np.zeros(32, np.int32)), Arr(ai),
+                                    Arr(a.astype(np.float16), "float16")], device)
 
 
 def test_array_from_ptr(mods, device, rng):
@@ -285,6 +303,29 @@ def test_plain_array_for_indexed_parameter_is_a_launch_error(mods):
 def indexed_read(a: wp.indexedarray(dtype=float), out: wp.array(dtype=float), n: int):
     i = wp.tid()
     out[i] = a[i + n]  # <- read
+
+
+@wp.kernel(module="unique", module_options={"mode": "debug"})
+def search_range(a: wp.array(dtype=float), out: wp.array(dtype=int), end: int):
+    out[0] = wp.lower_bound(a, 0, end, 2.5)  # <- search
+
+
+def test_debug_lower_bound_range():
+    a = wp.array(np.arange(4, dtype=np.float32), device="cpu")
+    out = wp.zeros(1, dtype=int, device="cpu")
+    wp.launch(search_range, dim=1, inputs=[a, out, 4], device="cpu")
+    assert out.numpy()[0] == 3
+    with pytest.raises(wp.KernelRuntimeError) as info:
+        wp.launch(search_range, dim=1, inputs=[a, out, 40], device="cpu")
+    assert info.value.array == "a" and info.value.extent == 4 and "<- search" in str(info.value)
+
+
+def test_lower_bound_type_errors():
+    def k(a: wp.array(dtype=wp.int64), b: wp.array2d(dtype=float), out: wp.array(dtype=int)):
+        out[0] = wp.lower_bound(a, 3)  # an int32 literal for an int64 array, as Warp rejects
+
+    with pytest.raises(wp.KernelTypeError, match="value must be the array's type int64"):
+        wp.kernel(k).ir
 
 
 def test_debug_indexed_bounds(device):

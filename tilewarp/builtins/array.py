@@ -93,7 +93,7 @@ def _view_cpp(args, template):
 
 #: Builtins that debug builds emit with a ``tw::src_loc{site, arg}`` first argument, so a failed
 #: check names the user's file:line and the array (see ``emit_located``).
-LOCATED = {"load", "store", "view", "_assert"}
+LOCATED = {"load", "store", "view", "_assert", "lower_bound"}
 
 
 def emit_located(b: Builtin, site: int, arg: int, args: list, template) -> str:
@@ -106,6 +106,20 @@ def emit_located(b: Builtin, site: int, arg: int, args: list, template) -> str:
     if b.emit is not None:  # atomics: tw::atomic_x(tw::address(loc, arr, i...), v)
         return b.emit([loc, *args], template)
     return f"{b.cpp}({loc}, {', '.join(args)})"
+
+
+def _lower_bound(args, template):
+    """``lower_bound(arr, value)`` / ``lower_bound(arr, arr_begin, arr_end, value)`` on a 1-d array."""
+    if len(args) not in (2, 4):
+        fail(f"takes (arr, value) or (arr, arr_begin, arr_end, value), got {len(args)} arguments")
+    arr, *bounds, value = args
+    if not T.is_array(arr) or isinstance(arr, T.IndexedArrayType) or arr.ndim != 1 or not T.is_scalar(arr.dtype):
+        fail(f"expects a 1-d array of scalars, got {T.type_name(arr)}")
+    if any(not T.is_int(b) for b in bounds):
+        fail(f"arr_begin and arr_end must be integers, got ({names(bounds)})")
+    if value != arr.dtype:
+        fail(f"value must be the array's type {T.type_name(arr.dtype)}, got {T.type_name(value)}")
+    return T.int32
 
 
 def _assert_rule(args, template):
@@ -135,6 +149,7 @@ register(
     _atomic_entry("min"),
     _atomic_entry("max"),
     *(_atomic_entry(name, differentiable=False) for name in ("cas", "exch", "and", "or", "xor")),
+    Builtin("lower_bound", _lower_bound, "tw::lower_bound", differentiable=False, unify_literals=False),
     # `assert cond` (frontend): `if (tw::debug_build()) TW_ASSERT_AT(cond, site)`, so release builds
     # drop the check and its condition, as Warp compiles asserts out of release kernels
     Builtin("_debug_build", lambda args, template: T.bool_, "tw::debug_build", differentiable=False),
