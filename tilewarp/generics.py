@@ -112,6 +112,31 @@ def infer(value):
     raise TypeError(f"cannot infer a kernel type from {'None' if value is None else type(value).__name__}")
 
 
+_PLAIN = (py.bool, py.int, py.float)
+_ARRAY = []  # runtime.array.array, imported on first use (runtime imports this package's types)
+
+
+def fast_key(values, positions):
+    """A hashable key fixing the kernel types of ``values[positions]``, or None where a value's class
+    alone does not (only plain arrays, Python numbers and tilewarp scalars/vectors/matrices qualify)."""
+    if not _ARRAY:
+        from .runtime.array import array
+
+        _ARRAY.append(array)
+    array = _ARRAY[0]
+    key = []
+    for k in positions:
+        v = values[k]
+        t = type(v)
+        if t is array:
+            key.append((v.dtype, v.ndim))
+        elif t in _PLAIN or issubclass(t, (T.Scalar, T.VectorBase, T.MatrixBase)):
+            key.append(t)
+        else:
+            return None
+    return tuple(key)
+
+
 def describe(t) -> str:
     if t is Any:
         return "Any"

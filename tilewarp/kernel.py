@@ -143,6 +143,8 @@ class Kernel:
         self._param_types = None  # a specialisation's concrete types (None: the annotations)
         self._signature = ""  # a specialisation's argument types, part of its symbol
         self._overloads: dict = {}  # concrete argument types -> specialisation
+        self._by_key: dict = {None: None}  # generics.fast_key of launch arguments -> specialisation
+        self._generic_at = None  # positions of the generic parameters
 
     @property
     def symbol(self) -> str:
@@ -191,6 +193,18 @@ class Kernel:
         """The kernel ``wp.launch`` runs for ``values``: itself, or the specialisation for their types."""
         if not self.is_generic:
             return self
+        if self._generic_at is None:
+            self._generic_at = tuple(k for k, t in enumerate(self.templates().values()) if generics.is_generic(t))
+        # per launch: a key from the arguments' classes (and arrays' dtype/ndim), when those fix the types
+        key = generics.fast_key(values, self._generic_at) if len(values) == len(self._templates) else None
+        spec = self._by_key.get(key)
+        if spec is None:
+            spec = self._specialize(self._argument_types(values))
+            if key is not None:
+                self._by_key[key] = spec
+        return spec
+
+    def _argument_types(self, values) -> tuple:
         templates = self.templates()
         if len(values) != len(templates):
             raise LaunchError(f"kernel takes {len(templates)} argument(s) ({', '.join(templates)}), got {len(values)}")
@@ -205,7 +219,7 @@ class Kernel:
                     raise LaunchError(f"argument '{name}' expects {generics.describe(tmpl)}, got {T.type_name(t)}")
                 tmpl = t
             types.append(tmpl)
-        return self._specialize(tuple(types))
+        return tuple(types)
 
     def add_overload(self, arg_types) -> "Kernel":
         """The specialisation for ``arg_types`` (a list, or a dict by parameter name), as ``wp.overload``."""

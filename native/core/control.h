@@ -11,6 +11,9 @@ extern "C" int printf(const char* format, ...);
 #endif
 
 namespace tw {
+template <typename T> struct quat_t;  // core/quat.h, core/transform.h: printed as Warp prints them
+template <typename T> struct transform_t;
+
 namespace detail {
 // Host: a print's several printf calls stay together across pool threads, and reach fd 1 at
 // once (stdout is fully buffered when redirected, and kernels cannot flush it themselves).
@@ -51,15 +54,30 @@ TW_FUNC void print_one(uint16_t x) { ::printf("%u\n", (unsigned)x); }
 TW_FUNC void print_one(uint32_t x) { ::printf("%u\n", x); }
 TW_FUNC void print_one(uint64_t x) { ::printf("%llu\n", (unsigned long long)x); }
 TW_FUNC void print_one(const char* s) { ::printf("%s\n", s); }
-template <int N, typename T> TW_FUNC void print_one(const vec_t<N, T>& v) {
-    for (int i = 0; i < N; ++i) ::printf("%g ", print_float(v.c[i]));
-    ::printf("\n");
-}
-template <int R, int C, typename T> TW_FUNC void print_one(const mat_t<R, C, T>& m) {
-    for (int i = 0; i < R; ++i) {
-        for (int j = 0; j < C; ++j) ::printf("%g ", print_float(m.c[i][j]));
+// One printf per line up to 4 values, so GPU threads printing at once do not interleave within a line.
+template <typename T> TW_FUNC void print_line(const T* c, int n) {
+    switch (n) {
+    case 1: ::printf("%g \n", print_float(c[0])); return;
+    case 2: ::printf("%g %g \n", print_float(c[0]), print_float(c[1])); return;
+    case 3: ::printf("%g %g %g \n", print_float(c[0]), print_float(c[1]), print_float(c[2])); return;
+    case 4:
+        ::printf("%g %g %g %g \n", print_float(c[0]), print_float(c[1]), print_float(c[2]), print_float(c[3]));
+        return;
+    default:
+        for (int i = 0; i < n; ++i) ::printf("%g ", print_float(c[i]));
         ::printf("\n");
     }
+}
+template <int N, typename T> TW_FUNC void print_one(const vec_t<N, T>& v) { print_line(v.c, N); }
+template <typename T> TW_FUNC void print_one(const quat_t<T>& q) {
+    ::printf("%g %g %g %g\n", print_float(q.c[0]), print_float(q.c[1]), print_float(q.c[2]), print_float(q.c[3]));
+}
+template <typename T> TW_FUNC void print_one(const transform_t<T>& t) {
+    ::printf("(%g %g %g) (%g %g %g %g)\n", print_float(t.c[0]), print_float(t.c[1]), print_float(t.c[2]),
+             print_float(t.c[3]), print_float(t.c[4]), print_float(t.c[5]), print_float(t.c[6]));
+}
+template <int R, int C, typename T> TW_FUNC void print_one(const mat_t<R, C, T>& m) {
+    for (int i = 0; i < R; ++i) print_line(m.c[i], C);
 }
 }  // namespace detail
 

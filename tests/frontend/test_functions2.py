@@ -488,6 +488,33 @@ def test_print_and_printf_match_warp(capfd):
     assert got == _run_warp_script(text)
 
 
+PRINT_ROT_SRC = '''
+import WP as wp
+
+
+@wp.kernel
+def printing_rot(a: wp.array(dtype=float)):
+    q = wp.quat(a[0], 0.5, -0.25, 1.0)
+    print(q)
+    print(wp.transform(wp.vec3(1.0, a[0], 3.0), q))
+    print(wp.spatial_vector(1.0, 2.0, 3.0, 4.0, 5.0, 6.0))
+'''
+
+
+def test_print_quaternion_and_transform_match_warp(capfd):
+    if not hasattr(wp, "quat"):
+        pytest.skip("quaternions are not in this tilewarp yet")
+    main = 'wp.launch(printing_rot, 1, inputs=[wp.array([1.5], dtype=float, device="cpu")], device="cpu")\n'
+    tw_mod = load_both(PRINT_ROT_SRC)[0]
+    capfd.readouterr()
+    exec(compile(main, "<print-rot>", "exec"), {"wp": tw_mod.wp, "printing_rot": tw_mod.printing_rot})
+    got = capfd.readouterr().out
+    assert got.startswith("1.5 0.5 -0.25 1\n(1 1.5 3) (1.5 0.5 -0.25 1)\n"), got
+    if warp is None:
+        pytest.skip("warp-lang (the behavioural oracle) is not installed")
+    assert got == _run_warp_script(PRINT_ROT_SRC + main + "wp.synchronize()\n")
+
+
 LABEL = "label"
 
 
