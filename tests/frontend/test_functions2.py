@@ -6,6 +6,7 @@ with ``len``), overload sets of ``@wp.func`` resolved by argument types, ``wp.wh
 steps / ``reversed(range())`` / early returns / calls in conditions, ``for x in v`` (beyond Warp), and
 ``print``/``wp.printf`` output compared with what Warp prints for the same kernel (CPU, fd 1).
 """
+import hashlib
 import os
 import subprocess
 import sys
@@ -458,8 +459,9 @@ def printing(a: wp.array(dtype=float), d: wp.array(dtype=wp.float64), n: wp.arra
 def _run_warp_script(text: str) -> str:
     """Run ``text`` with ``import warp as wp`` in a fresh process (Warp's printf output reaches fd 1 at exit)."""
     LOAD_DIR.mkdir(parents=True, exist_ok=True)
-    path = LOAD_DIR / f"print_{os.getpid()}.py"
-    path.write_text(text.replace("import WP as wp", "import warp as wp\nwp.config.log_level = 30", 1))
+    text = text.replace("import WP as wp", "import warp as wp\nwp.config.log_level = 30", 1)
+    path = LOAD_DIR / f"print_{hashlib.sha256(text.encode()).hexdigest()[:16]}.py"  # one file per script text
+    path.write_text(text)
     env = dict(os.environ, WARP_CACHE_PATH=str(LOAD_DIR / "warp-cache"))
     res = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300)
     assert res.returncode == 0, res.stderr
