@@ -11,5 +11,6 @@
 #include "runtime/launch.h"
 #include "runtime/array.h"
 #include "runtime/atomic.h"
+#include "core/random.h"
 #include "core/tuple.h"
 #include "core/control.h"

@@ -7,6 +7,7 @@ import builtins as py
 from .. import types as T
 from ..builtins import Builtin
 from ..builtins.operators import BINARY
+from ..builtins.random import ADVANCE, PARAMS
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir import nodes as ir
 from .composites import composite_call
@@ -73,7 +74,22 @@ def _builtin(lw, func: Builtin, node):
         return _OUTPUT_AND_CHOICE[func.name](lw, func.name, node)
     if func.name.startswith("atomic_"):
         return _atomic(lw, func.name, node)
+    if func.name in ADVANCE:
+        return _advancing(lw, func.name, node)
     return lw.call(func.name, [lw.value(a) for a in node.args], node)
+
+
+def _advancing(lw, name, node):
+    """``wp.randf(state, ..)``: the value, and a local ``state`` variable rebound to the advanced state
+    (Warp advances it in place; a @wp.func's state parameter is the callee's own copy)."""
+    args = [lw.value(a) for a in node.args]
+    want = PARAMS.get(name, {}).get(len(args), ())
+    args = [lw.unify([ir.Value(0, t), a])[1] if a.weak else a for a, t in zip(args, want)] + args[len(want):]
+    result = lw.call(name, args, node)
+    first = node.args[0] if node.args else None
+    if isinstance(first, ast.Name) and isinstance(lw.symbols.get(first.id), ir.Value):
+        lw.bind(first.id, lw.call(ADVANCE[name], args, node), node)
+    return result
 
 
 def _atomic(lw, name, node):

@@ -5,6 +5,7 @@ import ast
 import builtins as py
 
 from .. import types as T
+from ..builtins.random import ADVANCE
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir import nodes as ir
 
@@ -24,7 +25,16 @@ def assigned_names(body) -> set:
                     names.add(root.id)
             elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
                 names.add(node.target.id)
+            elif isinstance(node, ast.Call) and advances_state(node):  # wp.randf(state) rebinds state
+                names.add(node.args[0].id)
     return names
+
+
+def advances_state(call: ast.Call) -> bool:
+    """A call of a random builtin (by name) whose state argument is a plain variable."""
+    f = call.func
+    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+    return name in ADVANCE and bool(call.args) and isinstance(call.args[0], ast.Name)
 
 
 def carry(lw, body, node) -> tuple:
@@ -140,7 +150,7 @@ def lower_while(lw, node: ast.While):
     loc = lw.src.loc(node)
     if node.orelse:
         raise KernelSyntaxError("while ... else is not supported", loc)
-    carried = carry(lw, node.body, node)
+    carried = carry(lw, [*node.body, node.test], node)  # the test may advance a random state too
     saved, lw.stmts = lw.stmts, []
     cond = lw.truth(lw.value(node.test), node)
     test, lw.stmts = lw.stmts, saved

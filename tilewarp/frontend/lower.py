@@ -226,21 +226,41 @@ class Lowerer:
         out = self.new_value(T.bool_, "cond")
         self.stmts.append(ir.Assign(out, ir.Copy(first), self.src.loc(node)))
         test = out if is_and else self.call("bool_not", [out], node)
-        body, saved = [], self.stmts
+        body, saved, before = [], self.stmts, dict(self.symbols)
         self.stmts = body
         self.stmts.append(ir.Assign(out, ir.Copy(rest()), self.src.loc(node)))
         self.stmts = saved
-        self.stmts.append(ir.If(test, body, [], (out,), self.src.loc(node)))
+        orelse = []
+        merged = self.merge_rebound(before, [self.symbols, before], [body, orelse], node)
+        self.stmts.append(ir.If(test, body, orelse, (out, *merged), self.src.loc(node)))
         return out
+
+    def merge_rebound(self, before, ends, bodies, node) -> tuple:
+        """Names a conditional expression's branches rebind (a random state advanced by ``wp.randf``)
+        become one merged value written at the end of each branch, as ``if`` statements merge."""
+        merged = []
+        for name, old in before.items():
+            new = [end.get(name, old) for end in ends]
+            if all(v is old for v in new) or not all(isinstance(v, ir.Value) for v in new):
+                continue
+            m = self.new_value(old.type, name)
+            for v, body in zip(new, bodies):
+                body.append(ir.Assign(m, ir.Copy(v), self.src.loc(node)))
+            self.symbols[name] = m
+            merged.append(m)
+        return tuple(merged)
 
     def visit_IfExp(self, node):
         cond = self.truth(self.value(node.test), node)
-        branches = []
+        branches, before, ends = [], dict(self.symbols), []
         for expr in (node.body, node.orelse):
-            saved, self.stmts = self.stmts, []
+            saved, self.stmts, self.symbols = self.stmts, [], dict(before)
             branches.append((self.value(expr), self.stmts))
             self.stmts = saved
+            ends.append(self.symbols)
         (a, body), (b, orelse) = branches
+        self.symbols = dict(before)
+        merged = self.merge_rebound(before, ends, [body, orelse], node)
         a, b = self.unify([a, b])
         if a.type != b.type:
             raise KernelTypeError(f"both sides of 'if/else' must have one type, got {T.type_name(a.type)} and "
@@ -248,7 +268,7 @@ class Lowerer:
         out = self.new_value(a.type, "select")
         body.append(ir.Assign(out, ir.Copy(a), self.src.loc(node)))
         orelse.append(ir.Assign(out, ir.Copy(b), self.src.loc(node)))
-        self.stmts.append(ir.If(cond, body, orelse, (out,), self.src.loc(node)))
+        self.stmts.append(ir.If(cond, body, orelse, (out, *merged), self.src.loc(node)))
         return out
 
     def visit_Tuple(self, node):
