@@ -205,7 +205,8 @@ template <typename V, typename T, int K> TW_FUNC V cas_components(V* addr, V com
     return old;
 }
 }  // namespace detail
-template <int N, typename T> TW_FUNC vec_t<N, T> atomic_cas(vec_t<N, T>* addr, vec_t<N, T> compare, vec_t<N, T> v) {
+template <int N, typename T>
+TW_FUNC vec_t<N, T> atomic_cas(vec_t<N, T>* addr, vec_t<N, T> compare, vec_t<N, T> v) {
     typedef vec_t<N, T> V;
     TW_ATOMIC_SKIP(V());
     return detail::cas_components<V, T, N>(addr, compare, v);

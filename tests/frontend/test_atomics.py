@@ -33,8 +33,8 @@ def counter_{T}(counter: wp.array(dtype=wp.{T}), up: wp.array(dtype=wp.{T}), dow
 
 # widest exact count per type: a float16 counter is exact up to 2048, int8 up to 127
 COUNTS = {"int8": 127, "uint8": 255, "int16": 30000, "uint16": 60000, "float16": 2048}
-COUNTER_TYPES = ("int32", "uint32", "int64", "uint64", "float32", "float64", "int8", "uint8", "int16", "uint16",
-                 "float16")
+COUNTER_TYPES = ("int32", "uint32", "int64", "uint64", "float32", "float64", "int8", "uint8", "int16",
+                 "uint16", "float16")
 
 
 @pytest.mark.parametrize("t", COUNTER_TYPES)
@@ -300,7 +300,8 @@ def test_vector_and_matrix_atomics_match_warp(device, rng):
     v, x = rng.uniform(-2, 2, (7, 3)).astype(np.float32), rng.uniform(-2, 2, (7, 3)).astype(np.float32)
     m, xm = rng.uniform(-2, 2, (5, 2, 2)).astype(np.float32), rng.uniform(-2, 2, (5, 2, 2)).astype(np.float32)
     vi, xi = rng.integers(-99, 99, (5, 3)).astype(np.int32), rng.integers(-99, 99, (5, 3)).astype(np.int32)
-    args = [Arr(v, "vec3"), Arr(m, "mat22"), Arr(vi, "vec3i"), Arr(x, "vec3"), Arr(xm, "mat22"), Arr(xi, "vec3i"),
+    args = [Arr(v, "vec3"), Arr(m, "mat22"), Arr(vi, "vec3i"), Arr(x, "vec3"), Arr(xm, "mat22"),
+            Arr(xi, "vec3i"),
             Arr(np.zeros((7, 3), np.float32), "vec3"), Arr(np.zeros((4, 2, 2), np.float32), "mat22"),
             Arr(np.zeros((4, 3), np.int32), "vec3i")]
     got = launch_both(mods, "composite", 1, args, device)

@@ -105,19 +105,21 @@ def _cast_kernel(src: str) -> str:
     """One kernel converting an array of ``src`` to every type (Warp cannot convert bool <-> float16)."""
     outs = ", ".join(f"o_{d}: wp.array(dtype=wp.{d})" for d in ALL_TYPES)
     body = "\n".join(f"    o_{d}[i] = wp.{d}(x)" for d in ALL_TYPES if {src, d} != {"bool", "float16"})
-    return f"\n@wp.kernel\ndef cast_{src}(a: wp.array(dtype=wp.{src}), {outs}):\n    i = wp.tid()\n    x = a[i]\n{body}\n"
+    head = f"\n@wp.kernel\ndef cast_{src}(a: wp.array(dtype=wp.{src}), {outs}):\n"
+    return head + f"    i = wp.tid()\n    x = a[i]\n{body}\n"
 
 
 def _params_kernel() -> str:
     params = ", ".join(f"p_{t}: wp.{t}" for t in ALL_TYPES)
     outs = ", ".join(f"o_{t}: wp.array(dtype=wp.{t}, ndim=2)" for t in ALL_TYPES)
-    body = "\n".join(f"    o_{t}[i, 0] = p_{t}\n    o_{t}[i, 1] = wp.{t}(i) " + ("" if t == "bool" else f"+ p_{t}")
-                     for t in ALL_TYPES)
+    body = "\n".join(f"    o_{t}[i, 0] = p_{t}\n    o_{t}[i, 1] = wp.{t}(i) "
+                     + ("" if t == "bool" else f"+ p_{t}") for t in ALL_TYPES)
     return PARAMS.format(PARAMS=params, OUTS=outs, BODY=body)
 
 
-SRC = "import WP as wp\n" + "".join(INT_OPS.format(T=t) for t in INT_TYPES) + "".join(
-    FLOAT_OPS.format(T=t) for t in FLOAT_TYPES) + "".join(_cast_kernel(t) for t in ALL_TYPES) + _params_kernel()
+SRC = ("import WP as wp\n" + "".join(INT_OPS.format(T=t) for t in INT_TYPES)
+       + "".join(FLOAT_OPS.format(T=t) for t in FLOAT_TYPES) + "".join(_cast_kernel(t) for t in ALL_TYPES)
+       + _params_kernel())
 
 
 @pytest.fixture(scope="module")
@@ -219,7 +221,8 @@ def test_float16_arithmetic_rounds_through_float32(mods, device, rng):
     np.testing.assert_array_equal(res[:, 11], np.sqrt(np.abs(x)).astype(np.float16))
     np.testing.assert_array_equal(res[:, 15], (x * y).astype(np.float16).astype(np.float32).__add__(x)
                                   .astype(np.float16))  # two roundings: x * y, then + x
-    np.testing.assert_allclose(res[:, 17].astype(np.float32), np.sin(x).astype(np.float16), rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(res[:, 17].astype(np.float32), np.sin(x).astype(np.float16), rtol=1e-3,
+                               atol=1e-3)
 
 
 def _cast_source(rng, src, n=1500):
@@ -324,7 +327,8 @@ def test_arrays_of_every_type(device, rng, t):
         if t.startswith("float"):
             return rng.uniform(-5, 5, shape).astype(t)
         return rng.integers(np.iinfo(t).min, np.iinfo(t).max, shape, endpoint=True, dtype=t)
-    args = [Arr(data(n)), Arr(data((n, 2))), Arr(data((2, n, 2))), Arr(data((2, 2, n, 2))), Arr(np.zeros((n, 4), t))]
+    args = [Arr(data(n)), Arr(data((n, 2))), Arr(data((2, n, 2))), Arr(data((2, 2, n, 2))),
+            Arr(np.zeros((n, 4), t))]
     got = launch_both(mods, f"arrays_{t}", n, args, device)
     np.testing.assert_array_equal(got[4][:, 0], args[0].data)
     np.testing.assert_array_equal(got[1][:, 0], args[0].data)
@@ -418,9 +422,9 @@ def signed_unsigned(a: wp.array(dtype=wp.uint8), b: wp.array(dtype=wp.int8)):
 def store_narrow(a: wp.array(dtype=wp.int16), b: wp.array(dtype=wp.int32)):
     a[0] = b[0]  # <- error
 """
-BAD_CASES = {"mixed_widths": ("int64", "int32"), "bits_of_float": ("float32",), "shift_of_float": ("float64",),
-             "invert_bool": ("bool",), "add_bools": ("bool",), "signed_unsigned": ("uint8", "int8"),
-             "store_narrow": ("int16", "int32")}
+BAD_CASES = {"mixed_widths": ("int64", "int32"), "bits_of_float": ("float32",),
+             "shift_of_float": ("float64",), "invert_bool": ("bool",), "add_bools": ("bool",),
+             "signed_unsigned": ("uint8", "int8"), "store_narrow": ("int16", "int32")}
 
 
 @pytest.mark.parametrize("name", sorted(BAD_CASES))
@@ -430,8 +434,7 @@ def test_type_errors_name_the_users_line(tmp_path, name):
     mod = load_module_from(path)
     kernel = getattr(mod, name)
     src = BAD.splitlines()
-    start = src.index(f"def {name}(" + src[[k for k, line in enumerate(src) if line.startswith(f"def {name}(")][0]]
-                      .split("(", 1)[1])
+    start = next(k for k, line in enumerate(src) if line.startswith(f"def {name}("))
     line = next(k for k in range(start, len(src)) if MARK in src[k]) + 1
     arrays = [wp.zeros(1, dtype=getattr(wp, t), device="cpu") for t in BAD_CASES[name]]
     with pytest.raises(KernelTypeError) as info:
@@ -449,3 +452,38 @@ def load_module_from(path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+ANNOTATED = """
+import WP as wp
+
+
+@wp.kernel
+def annotated(out: wp.array(dtype=wp.int8), f: wp.array(dtype=wp.float64), v: wp.array(dtype=wp.vec3)):
+    x: wp.int8 = 5
+    out[0] = x * wp.int8(30)
+    y: wp.float64 = 0.1
+    f[0] = y
+    z: float = 2
+    f[1] = wp.float64(z)
+    w: wp.vec3 = wp.vec3(1.0, 2.0, 3.0)
+    v[0] = w
+"""
+
+
+def test_annotated_assignment_gives_the_type(device):
+    """tilewarp only (Warp rejects annotated assignments): a literal takes the annotated type."""
+    mod = load_module(ANNOTATED, "tilewarp")
+    out, f, v = run(mod, "annotated", 1, [Arr(np.zeros(1, np.int8)), Arr(np.zeros(2)),
+                                          Arr(np.zeros((1, 3), np.float32), "vec3")], device)
+    assert out[0] == -106 and f[0] == 0.1 and f[1] == 2.0 and (v[0] == [1, 2, 3]).all()
+
+
+def test_annotation_mismatch_is_a_located_error(tmp_path):
+    path = tmp_path / "annotated_bad.py"
+    path.write_text("import tilewarp as wp\n\n\n@wp.kernel\ndef k(a: wp.array(dtype=wp.int8)):\n"
+                    "    x: wp.int8 = wp.int32(5)\n    a[0] = x\n")
+    mod = load_module_from(path)
+    with pytest.raises(KernelTypeError) as info:
+        wp.launch(mod.k, dim=1, inputs=[wp.zeros(1, dtype=wp.int8, device="cpu")], device="cpu")
+    assert f"{path}:6:" in str(info.value) and "int8" in str(info.value)

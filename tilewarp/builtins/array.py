@@ -131,8 +131,9 @@ def _assert_rule(args, template):
 def _atomic_entry(name, differentiable=True):
     LOCATED.add(f"atomic_{name}")
     n = 2 if name == "cas" else 1  # trailing value arguments after the array and its indices
-    return Builtin(f"atomic_{name}", _atomic(name), f"tw::atomic_{name}", side_effect=True, unify_literals=False,
-                   differentiable=differentiable, adjoint=f"tw::adj_atomic_{name}" if differentiable else None,
+    adjoint = f"tw::adj_atomic_{name}" if differentiable else None
+    return Builtin(f"atomic_{name}", _atomic(name), f"tw::atomic_{name}", side_effect=True,
+                   unify_literals=False, differentiable=differentiable, adjoint=adjoint,
                    emit=lambda a, t: f"tw::atomic_{name}(tw::address({', '.join(a[:-n])}), {', '.join(a[-n:])})")
 
 

@@ -365,6 +365,15 @@ class Lowerer:
             raise KernelSyntaxError("a declaration needs a value", self.src.loc(node))
         from .calls import assign_target
 
+        if isinstance(node.target, ast.Name):  # beyond Warp (no annotations): `x: wp.int8 = 5` is an int8
+            try:
+                t = T.value_type(self.src.evaluate(node.annotation, {}))
+            except Exception as e:
+                raise KernelTypeError(f"unsupported annotation ({type(e).__name__}: {e})",
+                                      self.src.loc(node.annotation)) from None
+            value = self.coerce(self.value(node.value), t, node, f"variable '{node.target.id}'")
+            self.bind(node.target.id, value, node)
+            return
         assign_target(self, node.target, node.value, node)
 
     def visit_AugAssign(self, node):
