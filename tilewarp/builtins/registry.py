@@ -29,6 +29,10 @@ class Builtin:
     kernel_context: bool = False  # needs the launch bounds and task index (tid)
     emit: Callable | None = None  # (cpp_args: list[str], template: tuple) -> C++ expression
     host: Callable | None = None  # evaluation when called from Python outside kernels
+    # (cpp_args, cpp_adj_args, cpp_adj_ret, template) -> C++ statement, for entries with `emit`
+    adjoint_emit: Callable | None = None
+    # the reverse pass raises (naming the user's line) when a gradient would have to flow through it
+    undefined_gradient: bool = False
 
     def __call__(self, *args):
         if self.host is None:
