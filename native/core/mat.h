@@ -51,6 +51,18 @@ template <int R, int C, typename T>
 TW_FUNC bool eq(const mat_t<R, C, T>& a, const mat_t<R, C, T>& b) { return a == b; }
 template <int R, int C, typename T>
 TW_FUNC bool ne(const mat_t<R, C, T>& a, const mat_t<R, C, T>& b) { return !(a == b); }
+template <int R, int C, typename T>
+TW_FUNC mat_t<R, C, T>& operator+=(mat_t<R, C, T>& a, const mat_t<R, C, T>& b) {
+    for (int i = 0; i < R; ++i)
+        for (int j = 0; j < C; ++j) a.c[i][j] += b.c[i][j];
+    return a;
+}
+template <int R, int C, typename T>
+TW_FUNC mat_t<R, C, T>& operator-=(mat_t<R, C, T>& a, const mat_t<R, C, T>& b) {
+    for (int i = 0; i < R; ++i)
+        for (int j = 0; j < C; ++j) a.c[i][j] -= b.c[i][j];
+    return a;
+}
 
 #define TW_MAT_MAP2(NAME, FN)                                                               \
     template <int R, int C, typename T>                                                     \

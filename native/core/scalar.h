@@ -380,4 +380,175 @@ TW_FLOAT_TEMPLATE TW_FUNC T smoothstep(T e0, T e1, T x) {
     return t * t * (cast<T>(3) - cast<T>(2) * t);
 }
 #undef TW_FLOAT_TEMPLATE
+
+// ---------------------------------------------------------------------------------------
+// Adjoints (docs/AUTODIFF.md): adj_NAME(primal args..., one adjoint per argument, accumulated
+// with +=, adjoint of the result). Integer and bool adjoints are left untouched. half computes
+// its partials in float and rounds once into the accumulator.
+#define TW_IF_FLOAT(T) typename T, detail::enable_if_t<detail::is_float<T>::value, int> = 0
+namespace detail {
+template <typename T> struct calc { typedef T type; };
+template <> struct calc<half> { typedef float type; };
+template <typename T> using calc_t = typename calc<T>::type;
+// g * d where the local derivative d may be infinite (sqrt, log, ... at 0): no upstream gradient
+// contributes nothing, instead of the 0 * inf = NaN that would poison untaken branches.
+template <typename W> TW_FUNC W scaled(W g, W d) { return g == W(0) ? W(0) : g * d; }
+}  // namespace detail
+
+// Unary float functions: EXPR is the gradient for x, from x and g (= adj_ret), both in W.
+#define TW_ADJ1(NAME, EXPR)                                                    \
+    template <TW_IF_FLOAT(T)> TW_FUNC void adj_##NAME(T x_, T& adj_x, T adj_ret) { \
+        typedef detail::calc_t<T> W;                                           \
+        W x = (W)x_, g = (W)adj_ret;                                           \
+        (void)x;                                                               \
+        adj_x += cast<T>(EXPR);                                                \
+    }
+// sqrt/cbrt at 0 and log at 0 give the one-sided limit (+inf, times a nonzero adj_ret).
+TW_ADJ1(sqrt, detail::scaled(g, W(0.5) / sqrt(x)))
+TW_ADJ1(cbrt, detail::scaled(g, W(1) / (W(3) * cbrt(x) * cbrt(x))))
+TW_ADJ1(exp, g * exp(x))
+TW_ADJ1(log, detail::scaled(g, W(1) / x))
+TW_ADJ1(log2, detail::scaled(g, W(1.4426950408889634) / x))    // 1 / ln 2
+TW_ADJ1(log10, detail::scaled(g, W(0.43429448190325182) / x))  // 1 / ln 10
+TW_ADJ1(sin, g * cos(x))
+TW_ADJ1(cos, -g * sin(x))
+TW_ADJ1(tan, detail::scaled(g, W(1) / (cos(x) * cos(x))))
+// (1 - x)(1 + x) keeps its digits near |x| = 1, where 1 - x*x cancels; |x| = 1 gives +-inf
+// (Warp gives 0 there).
+TW_ADJ1(asin, detail::scaled(g, W(1) / sqrt((W(1) - x) * (W(1) + x))))
+TW_ADJ1(acos, detail::scaled(g, W(-1) / sqrt((W(1) - x) * (W(1) + x))))
+TW_ADJ1(atan, g / (W(1) + x * x))
+TW_ADJ1(sinh, g * cosh(x))
+TW_ADJ1(cosh, g * sinh(x))
+// 1 / cosh^2 rather than 1 - tanh^2, which rounds to 0 long before the true value underflows.
+TW_ADJ1(tanh, g * (W(1) / cosh(x)) * (W(1) / cosh(x)))
+TW_ADJ1(degrees, g * W(57.29577951308232))
+TW_ADJ1(radians, g * W(0.017453292519943295))
+TW_ADJ1(frac, g)  // x - trunc(x) has slope 1 between integers (Warp gives 0)
+#undef TW_ADJ1
+
+// Operators and functions that also take integers: only float adjoints change.
+#define TW_ADJ_FLOAT_ONLY(T) if constexpr (detail::is_float<T>::value)
+template <TW_IF_NUM(T)> TW_FUNC void adj_add(T, T, T& adj_a, T& adj_b, T adj_ret) {
+    TW_ADJ_FLOAT_ONLY(T) { adj_a += adj_ret; adj_b += adj_ret; }
+}
+template <TW_IF_NUM(T)> TW_FUNC void adj_sub(T, T, T& adj_a, T& adj_b, T adj_ret) {
+    TW_ADJ_FLOAT_ONLY(T) { adj_a += adj_ret; adj_b -= adj_ret; }
+}
+template <TW_IF_NUM(T)> TW_FUNC void adj_neg(T, T& adj_a, T adj_ret) {
+    TW_ADJ_FLOAT_ONLY(T) adj_a -= adj_ret;
+}
+template <TW_IF_NUM(T)> TW_FUNC void adj_pos(T, T& adj_a, T adj_ret) {
+    TW_ADJ_FLOAT_ONLY(T) adj_a += adj_ret;
+}
+template <TW_IF_NUM(T)> TW_FUNC void adj_mul(T a, T b, T& adj_a, T& adj_b, T adj_ret) {
+    TW_ADJ_FLOAT_ONLY(T) {
+        typedef detail::calc_t<T> W;
+        W g = (W)adj_ret;
+        adj_a += cast<T>(g * (W)b);
+        adj_b += cast<T>(g * (W)a);
+    }
+}
+template <TW_IF_NUM(T)> TW_FUNC void adj_div(T a, T b, T& adj_a, T& adj_b, T adj_ret) {
+    TW_ADJ_FLOAT_ONLY(T) {
+        typedef detail::calc_t<T> W;
+        W gb = (W)adj_ret / (W)b;  // d/db = -(a/b)/b: no b*b to overflow or underflow
+        adj_a += cast<T>(gb);
+        adj_b -= cast<T>(gb * ((W)a / (W)b));
+    }
+}
+// fmod(a, b) = a - n b with n = trunc(a / b) an integer: d/da = 1, d/db = -n (Warp omits d/db).
+// n is recovered exactly from the remainder, not from a rounded a / b.
+template <TW_IF_NUM(T)> TW_FUNC void adj_mod(T a, T b, T& adj_a, T& adj_b, T adj_ret) {
+    TW_ADJ_FLOAT_ONLY(T) {
+        typedef detail::calc_t<T> W;
+        W r = mod((W)a, (W)b);  // half: the unrounded remainder, as the forward computes it
+        W n = rint(((W)a - r) / (W)b);
+        adj_a += adj_ret;
+        adj_b -= cast<T>((W)adj_ret * n);
+    }
+}
+// Warp's subgradient at 0 is +1 (x < 0 is the only negative side).
+template <TW_IF_NUM(T)> TW_FUNC void adj_abs(T x, T& adj_x, T adj_ret) {
+    TW_ADJ_FLOAT_ONLY(T) {
+        if (x < detail::zero<T>()) adj_x -= adj_ret;
+        else adj_x += adj_ret;
+    }
+}
+// The gradient follows the operand the forward returned: a NaN operand loses, and a tie goes to
+// b (Warp's choice).
+template <TW_IF_NUM(T)> TW_FUNC void adj_min(T a, T b, T& adj_a, T& adj_b, T adj_ret) {
+    TW_ADJ_FLOAT_ONLY(T) {
+        if (!isnan(a) && (isnan(b) || a < b)) adj_a += adj_ret;
+        else adj_b += adj_ret;
+    }
+}
+template <TW_IF_NUM(T)> TW_FUNC void adj_max(T a, T b, T& adj_a, T& adj_b, T adj_ret) {
+    TW_ADJ_FLOAT_ONLY(T) {
+        if (!isnan(a) && (isnan(b) || a > b)) adj_a += adj_ret;
+        else adj_b += adj_ret;
+    }
+}
+// clamp = min(max(lo, x), hi), differentiated through the same two steps (as Warp): x == lo
+// sends the gradient to x, x == hi to hi.
+template <TW_IF_NUM(T)> TW_FUNC void adj_clamp(T x, T lo, T hi, T& adj_x, T& adj_lo, T& adj_hi, T adj_ret) {
+    TW_ADJ_FLOAT_ONLY(T) {
+        T m = max(lo, x), adj_m = detail::zero<T>();
+        adj_min(m, hi, adj_m, adj_hi, adj_ret);
+        adj_max(lo, x, adj_lo, adj_x, adj_m);
+    }
+}
+#undef TW_ADJ_FLOAT_ONLY
+
+template <TW_IF_FLOAT(T)> TW_FUNC void adj_pow(T a_, T b_, T& adj_a, T& adj_b, T adj_ret) {
+    typedef detail::calc_t<T> W;
+    W a = (W)a_, b = (W)b_, g = (W)adj_ret;
+    // a^0 is the constant 1, even at a == 0 (where b a^(b-1) would be 0 * inf).
+    W da = b == W(0) ? W(0) : b * pow(a, b - W(1));
+    // 0^b is 0 for every b > 0, so d/db is 0 there; for a < 0 a^b exists only at integer b and
+    // d/db is NaN, as log(a).
+    W db = a == W(0) ? W(0) : pow(a, b) * log(a);
+    adj_a += cast<T>(detail::scaled(g, da));
+    adj_b += cast<T>(detail::scaled(g, db));
+}
+
+// atan2(y, x): d/dy = x / (x^2 + y^2), d/dx = -y / (x^2 + y^2), scaled by max(|x|, |y|) so the
+// squares neither overflow nor underflow. At (0, 0) the direction is undefined: no gradient
+// (Warp's choice); at infinity the slope is 0.
+template <TW_IF_FLOAT(T)> TW_FUNC void adj_atan2(T y_, T x_, T& adj_y, T& adj_x, T adj_ret) {
+    typedef detail::calc_t<T> W;
+    W y = (W)y_, x = (W)x_, g = (W)adj_ret;
+    W s = max(abs(x), abs(y));
+    if (!(s > W(0)) || isinf(s)) return;
+    W xs = x / s, ys = y / s, k = g / ((xs * xs + ys * ys) * s);
+    adj_y += cast<T>(k * xs);
+    adj_x -= cast<T>(k * ys);
+}
+
+template <TW_IF_FLOAT(T)> TW_FUNC void adj_lerp(T a, T b, T t_, T& adj_a, T& adj_b, T& adj_t, T adj_ret) {
+    typedef detail::calc_t<T> W;
+    W t = (W)t_, g = (W)adj_ret;
+    adj_a += cast<T>(g * (W(1) - t));
+    adj_b += cast<T>(g * t);
+    adj_t += cast<T>(g * ((W)b - (W)a));
+}
+
+// s = t^2 (3 - 2t), t = (x - e0) / (e1 - e0) clamped to [0, 1]: ds/dt = 6 t (1 - t), which is
+// 0 at both ends, so clamped (flat) inputs and coincident edges get no gradient.
+template <TW_IF_FLOAT(T)>
+TW_FUNC void adj_smoothstep(T e0_, T e1_, T x_, T& adj_e0, T& adj_e1, T& adj_x, T adj_ret) {
+    typedef detail::calc_t<T> W;
+    W e0 = (W)e0_, d = (W)e1_ - e0, t = ((W)x_ - e0) / d;
+    if (!(t > W(0) && t < W(1))) return;
+    W k = (W)adj_ret * W(6) * t * (W(1) - t) / d;
+    adj_x += cast<T>(k);
+    adj_e0 += cast<T>(k * (t - W(1)));
+    adj_e1 -= cast<T>(k * t);
+}
+
+// cast<T>(x): float to float passes the gradient through, converted back; anything to or from
+// an integer or bool has none. T is explicit (adjoint_emit), as in the forward call.
+template <typename T, typename S> TW_FUNC void adj_cast(S, S& adj_x, T adj_ret) {
+    if constexpr (detail::is_float<S>::value && detail::is_float<T>::value) adj_x += cast<S>(adj_ret);
+}
 }  // namespace tw

@@ -43,6 +43,15 @@ template <int N, typename T> TW_FUNC bool operator!=(const vec_t<N, T>& a, const
 }
 template <int N, typename T> TW_FUNC bool eq(const vec_t<N, T>& a, const vec_t<N, T>& b) { return a == b; }
 template <int N, typename T> TW_FUNC bool ne(const vec_t<N, T>& a, const vec_t<N, T>& b) { return !(a == b); }
+// Componentwise += / -=: adjoints accumulate with them (quat_t and transform_t bind as vec_t).
+template <int N, typename T> TW_FUNC vec_t<N, T>& operator+=(vec_t<N, T>& a, const vec_t<N, T>& b) {
+    for (int i = 0; i < N; ++i) a.c[i] += b.c[i];
+    return a;
+}
+template <int N, typename T> TW_FUNC vec_t<N, T>& operator-=(vec_t<N, T>& a, const vec_t<N, T>& b) {
+    for (int i = 0; i < N; ++i) a.c[i] -= b.c[i];
+    return a;
+}
 
 // Componentwise maps, so every vector builtin reuses the scalar semantics (int vs float).
 #define TW_VEC_MAP2(NAME, FN)                                                            \
