@@ -99,3 +99,132 @@ template <typename T> TW_FUNC vec_t<6, T> transform_wrench(const transform_t<T>&
     return vec_t<6, T>(add(tau, cross(t.p(), f)), f);
 }
 }  // namespace tw
+
+// ---------------------------------------------------------------------------------------
+// Adjoints (docs/AUTODIFF.md; rotation and product adjoints are in quat.h).
+namespace tw {
+namespace detail {
+template <typename T>
+TW_FUNC void sp_acc_t(transform_t<T>& a, const vec_t<3, T>& gp, const vec_t<4, T>& gq) {
+    for (int i = 0; i < 3; ++i) a.c[i] += gp.c[i];
+    for (int i = 0; i < 4; ++i) a.c[3 + i] += gq.c[i];
+}
+}  // namespace detail
+
+template <typename T>
+TW_FUNC void adj_transform_get_translation(const transform_t<T>&, transform_t<T>& adj_t,
+                                           const vec_t<3, T>& adj_r) {
+    detail::sp_acc_t(adj_t, adj_r, vec_t<4, T>());
+}
+template <typename T>
+TW_FUNC void adj_transform_get_rotation(const transform_t<T>&, transform_t<T>& adj_t,
+                                        const quat_t<T>& adj_r) {
+    detail::sp_acc_t(adj_t, vec_t<3, T>(), adj_r);
+}
+template <typename T>
+TW_FUNC void adj_transform_with_translation(const transform_t<T>&, const vec_t<3, T>&, transform_t<T>& adj_t,
+                                            vec_t<3, T>& adj_p, const transform_t<T>& adj_r) {
+    detail::sp_acc_t(adj_t, vec_t<3, T>(), adj_r.q());
+    adj_p += adj_r.p();
+}
+template <typename T>
+TW_FUNC void adj_transform_with_rotation(const transform_t<T>&, const quat_t<T>&, transform_t<T>& adj_t,
+                                         quat_t<T>& adj_q, const transform_t<T>& adj_r) {
+    detail::sp_acc_t(adj_t, adj_r.p(), vec_t<4, T>());
+    adj_q += adj_r.q();
+}
+
+template <typename T>
+TW_FUNC void adj_transform_vector(const transform_t<T>& t, const vec_t<3, T>& x, transform_t<T>& adj_t,
+                                  vec_t<3, T>& adj_x, const vec_t<3, T>& adj_r) {
+    quat_t<T> adj_q;
+    detail::adj_rotate(t.q(), x, adj_r, detail::one<T>(), adj_q, adj_x);
+    detail::sp_acc_t(adj_t, vec_t<3, T>(), adj_q);
+}
+template <typename T>
+TW_FUNC void adj_transform_point(const transform_t<T>& t, const vec_t<3, T>& x, transform_t<T>& adj_t,
+                                 vec_t<3, T>& adj_x, const vec_t<3, T>& adj_r) {
+    detail::sp_acc_t(adj_t, adj_r, vec_t<4, T>());
+    adj_transform_vector(t, x, adj_t, adj_x, adj_r);
+}
+template <typename T>
+TW_FUNC void adj_transform_vector(const mat_t<4, 4, T>& m, const vec_t<3, T>& x, mat_t<4, 4, T>& adj_m,
+                                  vec_t<3, T>& adj_x, const vec_t<3, T>& adj_r) {
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) {
+            adj_m.c[i][j] += adj_r.c[i] * x.c[j];
+            adj_x.c[j] += m.c[i][j] * adj_r.c[i];
+        }
+}
+template <typename T>
+TW_FUNC void adj_transform_point(const mat_t<4, 4, T>& m, const vec_t<3, T>& x, mat_t<4, 4, T>& adj_m,
+                                 vec_t<3, T>& adj_x, const vec_t<3, T>& adj_r) {
+    for (int i = 0; i < 3; ++i) adj_m.c[i][3] += adj_r.c[i];
+    adj_transform_vector(m, x, adj_m, adj_x, adj_r);
+}
+
+template <typename T>
+TW_FUNC void adj_transform_multiply(const transform_t<T>& a, const transform_t<T>& b, transform_t<T>& adj_a,
+                                    transform_t<T>& adj_b, const transform_t<T>& adj_r) {
+    quat_t<T> adj_qa, adj_qb;
+    vec_t<3, T> adj_pb, gp = adj_r.p();
+    detail::adj_rotate(a.q(), b.p(), gp, detail::one<T>(), adj_qa, adj_pb);
+    adj_mul(a.q(), b.q(), adj_qa, adj_qb, adj_r.q());
+    detail::sp_acc_t(adj_a, gp, adj_qa);
+    detail::sp_acc_t(adj_b, adj_pb, adj_qb);
+}
+template <typename T>
+TW_FUNC void adj_mul(const transform_t<T>& a, const transform_t<T>& b, transform_t<T>& adj_a,
+                     transform_t<T>& adj_b, const transform_t<T>& adj_r) {
+    adj_transform_multiply(a, b, adj_a, adj_b, adj_r);
+}
+// (-rotate(qi, p), qi) with qi = conj(q).
+template <typename T>
+TW_FUNC void adj_transform_inverse(const transform_t<T>& t, transform_t<T>& adj_t,
+                                   const transform_t<T>& adj_r) {
+    quat_t<T> qi = quat_inverse(t.q()), adj_qi = adj_r.q();
+    vec_t<3, T> adj_p;
+    detail::adj_rotate(qi, t.p(), neg(adj_r.p()), detail::one<T>(), adj_qi, adj_p);
+    detail::sp_acc_t(adj_t, adj_p, quat_inverse(adj_qi));
+}
+template <typename T>
+TW_FUNC void adj_transform_to_matrix(const transform_t<T>& t, transform_t<T>& adj_t,
+                                     const mat_t<4, 4, T>& adj_r) {
+    mat_t<3, 3, T> gr;
+    vec_t<3, T> gp;
+    for (int i = 0; i < 3; ++i) {
+        for (int j = 0; j < 3; ++j) gr.c[i][j] = adj_r.c[i][j];
+        gp.c[i] = adj_r.c[i][3];
+    }
+    quat_t<T> adj_q;
+    adj_quat_to_matrix(t.q(), adj_q, gr);
+    detail::sp_acc_t(adj_t, gp, adj_q);
+}
+
+// Twist: (w, v) -> (R w, R v + p x R w); wrench: (tau, f) -> (R tau + p x R f, R f). With
+// g . (p x y) = y . (g x p) = p . (y x g) for the cross terms.
+template <typename T>
+TW_FUNC void adj_transform_twist(const transform_t<T>& t, const vec_t<6, T>& x, transform_t<T>& adj_t,
+                                 vec_t<6, T>& adj_x, const vec_t<6, T>& adj_r) {
+    quat_t<T> q = t.q(), adj_q;
+    vec_t<3, T> p = t.p(), xw(x.c[0], x.c[1], x.c[2]), xv(x.c[3], x.c[4], x.c[5]);
+    vec_t<3, T> gtop(adj_r.c[0], adj_r.c[1], adj_r.c[2]), gbot(adj_r.c[3], adj_r.c[4], adj_r.c[5]);
+    vec_t<3, T> w = quat_rotate(q, xw), adj_xw, adj_xv;
+    detail::adj_rotate(q, xw, add(gtop, cross(gbot, p)), detail::one<T>(), adj_q, adj_xw);
+    detail::adj_rotate(q, xv, gbot, detail::one<T>(), adj_q, adj_xv);
+    detail::sp_acc_t(adj_t, cross(w, gbot), adj_q);
+    adj_x += vec_t<6, T>(adj_xw, adj_xv);
+}
+template <typename T>
+TW_FUNC void adj_transform_wrench(const transform_t<T>& t, const vec_t<6, T>& x, transform_t<T>& adj_t,
+                                  vec_t<6, T>& adj_x, const vec_t<6, T>& adj_r) {
+    quat_t<T> q = t.q(), adj_q;
+    vec_t<3, T> p = t.p(), xt(x.c[0], x.c[1], x.c[2]), xf(x.c[3], x.c[4], x.c[5]);
+    vec_t<3, T> gtop(adj_r.c[0], adj_r.c[1], adj_r.c[2]), gbot(adj_r.c[3], adj_r.c[4], adj_r.c[5]);
+    vec_t<3, T> f = quat_rotate(q, xf), adj_xt, adj_xf;
+    detail::adj_rotate(q, xt, gtop, detail::one<T>(), adj_q, adj_xt);
+    detail::adj_rotate(q, xf, add(gbot, cross(gtop, p)), detail::one<T>(), adj_q, adj_xf);
+    detail::sp_acc_t(adj_t, cross(f, gtop), adj_q);
+    adj_x += vec_t<6, T>(adj_xt, adj_xf);
+}
+}  // namespace tw

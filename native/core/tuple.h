@@ -19,16 +19,26 @@ template <int I> struct tuple_at {
     static TW_FUNC auto get(const tuple_t<H, Ts...>& t) -> decltype(tuple_at<I - 1>::get(t.tail)) {
         return tuple_at<I - 1>::get(t.tail);
     }
+    template <typename H, typename... Ts>
+    static TW_FUNC auto get(tuple_t<H, Ts...>& t) -> decltype(tuple_at<I - 1>::get(t.tail)) {
+        return tuple_at<I - 1>::get(t.tail);
+    }
 };
 template <> struct tuple_at<0> {
     template <typename H, typename... Ts> static TW_FUNC const H& get(const tuple_t<H, Ts...>& t) {
         return t.head;
     }
+    template <typename H, typename... Ts> static TW_FUNC H& get(tuple_t<H, Ts...>& t) { return t.head; }
 };
 }  // namespace detail
 
 template <int I, typename... Ts>
 TW_FUNC auto get(const tuple_t<Ts...>& t) -> decltype(detail::tuple_at<I>::get(t)) {
+    return detail::tuple_at<I>::get(t);
+}
+// Writable element: a tuple's adjoint accumulates into one element (tuple_get's adjoint).
+template <int I, typename... Ts>
+TW_FUNC auto get(tuple_t<Ts...>& t) -> decltype(detail::tuple_at<I>::get(t)) {
     return detail::tuple_at<I>::get(t);
 }
 

@@ -100,6 +100,18 @@ def _tuple_get(args, template):
     return t.types[i]
 
 
+# Tuple adjoints are tuples of the element adjoints; array elements have none to accumulate.
+def _adj_make_tuple(a, adj, adj_ret, template):
+    elements = enumerate(zip(adj, template[0].types))
+    parts = [f"tw::adj_accum({g}, tw::get<{i}>({adj_ret}))" for i, (g, t) in elements if not T.is_array(t)]
+    return "; ".join(parts) or "(void)0"
+
+
+def _adj_tuple_get(a, adj, adj_ret, template):
+    # never called for an array element: the reverse pass computes that adjoint forward
+    return f"tw::adj_accum(tw::get<{template[0]}>({adj[0]}), {adj_ret})"
+
+
 def _reverse_range(args, template):
     if len(args) != 3 or len(set(args)) != 1 or not T.is_int(args[0]):
         fail(f"takes (start, stop, step) of one integer type, got ({names(args)})")
@@ -120,9 +132,9 @@ register(
     Builtin("select", _chooser("value_if_false, value_if_true"), "tw::select", adjoint="tw::adj_select",
             unify_literals=False, host=lambda c, f, t: t if c else f),
     Builtin("make_tuple", _make_tuple, "tw::make_tuple", adjoint="tw::adj_make_tuple", unify_literals=False,
-            emit=_make_tuple_cpp),
+            emit=_make_tuple_cpp, adjoint_emit=_adj_make_tuple),
     Builtin("tuple_get", _tuple_get, "tw::get", adjoint="tw::adj_tuple_get", unify_literals=False,
-            emit=lambda a, t: f"tw::get<{t[0]}>({a[0]})"),
+            emit=lambda a, t: f"tw::get<{t[0]}>({a[0]})", adjoint_emit=_adj_tuple_get),
     # reversed(range(start, stop, step)) -> (first, stop) of the range with step -step
     Builtin("reverse_range", _reverse_range, "tw::reverse_range", differentiable=False),
 )
