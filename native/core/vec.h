@@ -183,3 +183,199 @@ template <int N, typename T> TW_FUNC vec_t<N, T> with_component(vec_t<N, T> a, i
     return a;
 }
 }  // namespace tw
+
+// ---------------------------------------------------------------------------------------
+// Adjoints (docs/AUTODIFF.md): primal arguments, one accumulated adjoint per argument, then the
+// adjoint of the result. quat_t and transform_t bind as their vec_t base. Integer vectors keep
+// their adjoints untouched; componentwise functions reuse the scalar adjoints (same tie rules).
+namespace tw {
+namespace detail {
+template <TW_IF_NUM(T)> TW_FUNC void acc(T& d, T g) {
+    if constexpr (is_float<T>::value) d += g;
+}
+template <int N, typename T> TW_FUNC void acc(vec_t<N, T>& d, const vec_t<N, T>& g) {
+    if constexpr (is_float<T>::value)
+        for (int i = 0; i < N; ++i) d.c[i] += g.c[i];
+}
+}  // namespace detail
+
+template <int N, typename T>
+TW_FUNC void adj_add(const vec_t<N, T>&, const vec_t<N, T>&, vec_t<N, T>& adj_a, vec_t<N, T>& adj_b,
+                     const vec_t<N, T>& adj_ret) {
+    detail::acc(adj_a, adj_ret);
+    detail::acc(adj_b, adj_ret);
+}
+template <int N, typename T>
+TW_FUNC void adj_sub(const vec_t<N, T>&, const vec_t<N, T>&, vec_t<N, T>& adj_a, vec_t<N, T>& adj_b,
+                     const vec_t<N, T>& adj_ret) {
+    detail::acc(adj_a, adj_ret);
+    detail::acc(adj_b, neg(adj_ret));
+}
+template <int N, typename T>
+TW_FUNC void adj_neg(const vec_t<N, T>&, vec_t<N, T>& adj_a, const vec_t<N, T>& adj_ret) {
+    detail::acc(adj_a, neg(adj_ret));
+}
+template <int N, typename T>
+TW_FUNC void adj_pos(const vec_t<N, T>&, vec_t<N, T>& adj_a, const vec_t<N, T>& adj_ret) {
+    detail::acc(adj_a, adj_ret);
+}
+#define TW_VEC_ADJ_MAP2(NAME)                                                                        \
+    template <int N, typename T>                                                                     \
+    TW_FUNC void adj_##NAME(const vec_t<N, T>& a, const vec_t<N, T>& b, vec_t<N, T>& adj_a,           \
+                            vec_t<N, T>& adj_b, const vec_t<N, T>& adj_ret) {                        \
+        for (int i = 0; i < N; ++i) adj_##NAME(a.c[i], b.c[i], adj_a.c[i], adj_b.c[i], adj_ret.c[i]); \
+    }
+TW_VEC_ADJ_MAP2(min)
+TW_VEC_ADJ_MAP2(max)
+#undef TW_VEC_ADJ_MAP2
+template <int N, typename T>
+TW_FUNC void adj_abs(const vec_t<N, T>& a, vec_t<N, T>& adj_a, const vec_t<N, T>& adj_ret) {
+    for (int i = 0; i < N; ++i) adj_abs(a.c[i], adj_a.c[i], adj_ret.c[i]);
+}
+template <int N, typename T>
+TW_FUNC void adj_cw_mul(const vec_t<N, T>& a, const vec_t<N, T>& b, vec_t<N, T>& adj_a, vec_t<N, T>& adj_b,
+                        const vec_t<N, T>& adj_ret) {
+    detail::acc(adj_a, cw_mul(b, adj_ret));
+    detail::acc(adj_b, cw_mul(a, adj_ret));
+}
+// d(a/b)/db = -(a/b)/b: no b*b to overflow or underflow.
+template <int N, typename T>
+TW_FUNC void adj_cw_div(const vec_t<N, T>& a, const vec_t<N, T>& b, vec_t<N, T>& adj_a, vec_t<N, T>& adj_b,
+                        const vec_t<N, T>& adj_ret) {
+    vec_t<N, T> gb = cw_div(adj_ret, b);
+    detail::acc(adj_a, gb);
+    detail::acc(adj_b, neg(cw_mul(gb, cw_div(a, b))));
+}
+
+template <int N, typename T>
+TW_FUNC void adj_mul(const vec_t<N, T>& a, T s, vec_t<N, T>& adj_a, T& adj_s, const vec_t<N, T>& adj_ret) {
+    detail::acc(adj_a, mul(adj_ret, s));
+    detail::acc(adj_s, dot(a, adj_ret));
+}
+template <int N, typename T>
+TW_FUNC void adj_mul(T s, const vec_t<N, T>& a, T& adj_s, vec_t<N, T>& adj_a, const vec_t<N, T>& adj_ret) {
+    adj_mul(a, s, adj_a, adj_s, adj_ret);
+}
+template <int N, typename T>
+TW_FUNC void adj_div(const vec_t<N, T>& a, T s, vec_t<N, T>& adj_a, T& adj_s, const vec_t<N, T>& adj_ret) {
+    vec_t<N, T> gs = div(adj_ret, s);
+    detail::acc(adj_a, gs);
+    detail::acc(adj_s, neg(dot(gs, div(a, s))));
+}
+template <int N, typename T>  // r[i] = s / a[i]
+TW_FUNC void adj_div(T s, const vec_t<N, T>& a, T& adj_s, vec_t<N, T>& adj_a, const vec_t<N, T>& adj_ret) {
+    for (int i = 0; i < N; ++i) adj_div(s, a.c[i], adj_s, adj_a.c[i], adj_ret.c[i]);
+}
+
+template <int N, typename T>
+TW_FUNC void adj_dot(const vec_t<N, T>& a, const vec_t<N, T>& b, vec_t<N, T>& adj_a, vec_t<N, T>& adj_b,
+                     T adj_ret) {
+    detail::acc(adj_a, mul(b, adj_ret));
+    detail::acc(adj_b, mul(a, adj_ret));
+}
+// <a x b, g> = <a, b x g> = <b, g x a>
+template <typename T>
+TW_FUNC void adj_cross(const vec_t<3, T>& a, const vec_t<3, T>& b, vec_t<3, T>& adj_a, vec_t<3, T>& adj_b,
+                       const vec_t<3, T>& adj_ret) {
+    detail::acc(adj_a, cross(b, adj_ret));
+    detail::acc(adj_b, cross(adj_ret, a));
+}
+template <int N, typename T> TW_FUNC void adj_length_sq(const vec_t<N, T>& a, vec_t<N, T>& adj_a, T adj_ret) {
+    detail::acc(adj_a, mul(a, cast<T>(2) * adj_ret));
+}
+// The zero vector (a cone point) gets the zero subgradient, as Warp.
+template <int N, typename T> TW_FUNC void adj_length(const vec_t<N, T>& a, vec_t<N, T>& adj_a, T adj_ret) {
+    T l = length(a);
+    if (l > detail::zero<T>()) detail::acc(adj_a, mul(div(a, l), adj_ret));
+}
+template <int N, typename T> TW_FUNC void adj_norm_l2(const vec_t<N, T>& a, vec_t<N, T>& adj_a, T adj_ret) {
+    adj_length(a, adj_a, adj_ret);
+}
+template <int N, typename T> TW_FUNC void adj_norm_l1(const vec_t<N, T>& a, vec_t<N, T>& adj_a, T adj_ret) {
+    for (int i = 0; i < N; ++i) adj_abs(a.c[i], adj_a.c[i], adj_ret);
+}
+// n = a / |a|: adj_a = (g - n (n . g)) / |a|. A zero vector (normalize returns the constant 0)
+// gets no gradient.
+template <int N, typename T>
+TW_FUNC void adj_normalize(const vec_t<N, T>& a, vec_t<N, T>& adj_a, const vec_t<N, T>& adj_ret) {
+    T l = length(a);
+    if (!(l > detail::zero<T>())) return;
+    vec_t<N, T> n = div(a, l);
+    detail::acc(adj_a, div(sub(adj_ret, mul(n, dot(n, adj_ret))), l));
+}
+// Quadratic 0.5 |a|^2 up to |a| == delta, then delta (|a| - delta / 2): both pieces have gradient
+// a at the seam, and d/d(delta) is 0 on the quadratic side, |a| - delta on the linear one.
+template <int N, typename T>
+TW_FUNC void adj_norm_huber(const vec_t<N, T>& a, T delta, vec_t<N, T>& adj_a, T& adj_delta, T adj_ret) {
+    T l = length(a);
+    if (l <= delta) {
+        detail::acc(adj_a, mul(a, adj_ret));
+        return;
+    }
+    detail::acc(adj_a, mul(div(a, l), delta * adj_ret));
+    detail::acc(adj_delta, (l - delta) * adj_ret);
+}
+template <int N, typename T>
+TW_FUNC void adj_norm_huber(const vec_t<N, T>& a, vec_t<N, T>& adj_a, T adj_ret) {
+    T unused = detail::zero<T>();
+    adj_norm_huber(a, detail::one<T>(), adj_a, unused, adj_ret);
+}
+// f = delta q with q = sqrt(1 + |a|^2 / delta^2): df/da = a / (delta q), df/d(delta) = 1 / q.
+template <int N, typename T>
+TW_FUNC void adj_norm_pseudo_huber(const vec_t<N, T>& a, T delta, vec_t<N, T>& adj_a, T& adj_delta,
+                                   T adj_ret) {
+    T q = sqrt(detail::one<T>() + dot(a, a) / (delta * delta));
+    detail::acc(adj_a, mul(a, adj_ret / (delta * q)));
+    detail::acc(adj_delta, adj_ret / q);
+}
+template <int N, typename T>
+TW_FUNC void adj_norm_pseudo_huber(const vec_t<N, T>& a, vec_t<N, T>& adj_a, T adj_ret) {
+    T unused = detail::zero<T>();
+    adj_norm_pseudo_huber(a, detail::one<T>(), adj_a, unused, adj_ret);
+}
+// r = a / f with f = norm_pseudo_huber(a, delta): the quotient rule, then f's own gradient.
+template <int N, typename T>
+TW_FUNC void adj_smooth_normalize(const vec_t<N, T>& a, T delta, vec_t<N, T>& adj_a, T& adj_delta,
+                                  const vec_t<N, T>& adj_ret) {
+    T f = norm_pseudo_huber(a, delta);
+    vec_t<N, T> gf = div(adj_ret, f);
+    detail::acc(adj_a, gf);
+    adj_norm_pseudo_huber(a, delta, adj_a, adj_delta, neg(dot(gf, div(a, f))));
+}
+template <int N, typename T>
+TW_FUNC void adj_smooth_normalize(const vec_t<N, T>& a, vec_t<N, T>& adj_a, const vec_t<N, T>& adj_ret) {
+    T unused = detail::zero<T>();
+    adj_smooth_normalize(a, detail::one<T>(), adj_a, unused, adj_ret);
+}
+template <int N, typename T>
+TW_FUNC void adj_lerp(const vec_t<N, T>& a, const vec_t<N, T>& b, T t, vec_t<N, T>& adj_a, vec_t<N, T>& adj_b,
+                      T& adj_t, const vec_t<N, T>& adj_ret) {
+    detail::acc(adj_a, mul(adj_ret, detail::one<T>() - t));
+    detail::acc(adj_b, mul(adj_ret, t));
+    detail::acc(adj_t, dot(sub(b, a), adj_ret));
+}
+// Reductions: the gradient goes to the component the forward returned (the first one at ties).
+template <int N, typename T> TW_FUNC void adj_min(const vec_t<N, T>& a, vec_t<N, T>& adj_a, T adj_ret) {
+    detail::acc(adj_a.c[argmin(a)], adj_ret);
+}
+template <int N, typename T> TW_FUNC void adj_max(const vec_t<N, T>& a, vec_t<N, T>& adj_a, T adj_ret) {
+    detail::acc(adj_a.c[argmax(a)], adj_ret);
+}
+
+template <int N, typename T, typename I>
+TW_FUNC void adj_extract(const vec_t<N, T>&, int i, vec_t<N, T>& adj_a, I&, T adj_ret) {
+    if (i < 0) i += N;
+    if (i >= 0 && i < N) detail::acc(adj_a.c[i], adj_ret);
+}
+template <int N, typename T, typename I>
+TW_FUNC void adj_with_component(const vec_t<N, T>&, int i, T, vec_t<N, T>& adj_a, I&, T& adj_v,
+                                const vec_t<N, T>& adj_ret) {
+    if (i < 0) i += N;
+    vec_t<N, T> g = adj_ret;
+    if (i >= 0 && i < N) {
+        detail::acc(adj_v, g.c[i]);
+        g.c[i] = detail::zero<T>();
+    }
+    detail::acc(adj_a, g);
+}
+}  // namespace tw

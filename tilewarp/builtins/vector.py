@@ -196,8 +196,10 @@ def component_builtin(name: str, t, n_indices: int) -> str:
 
 
 register(
+    # every constructor form is linear: its adjoint needs only the adjoints (native/core/mat.h)
     Builtin("construct", _construct, "", unify_literals=True, emit=lambda a, t: _construct_cpp(a, t),
-            adjoint="tw::adj_construct"),
+            adjoint="tw::adj_construct", adjoint_emit=lambda a, adj, adj_ret, t: (
+                f"tw::adj_construct({', '.join([adj_ret, *adj])})")),
     Builtin("identity", _identity, "tw::identity", differentiable=False,
             emit=lambda a, t: f"tw::identity<{t[0]}, {t[1]._cpp_}>()"),
     Builtin("extract", _index_rule, "tw::extract", unify_literals=False, adjoint="tw::adj_extract"),
