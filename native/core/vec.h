@@ -80,6 +80,13 @@ TW_VEC_MAP1(sign, sign)
 #undef TW_VEC_MAP1
 #undef TW_VEC_MAP2
 template <int N, typename T> TW_FUNC vec_t<N, T> pos(const vec_t<N, T>& a) { return a; }
+// Componentwise clamp (the type rule takes vectors; Warp 1.19 only has the scalar form).
+template <int N, typename T>
+TW_FUNC vec_t<N, T> clamp(const vec_t<N, T>& x, const vec_t<N, T>& lo, const vec_t<N, T>& hi) {
+    vec_t<N, T> r;
+    for (int i = 0; i < N; ++i) r.c[i] = clamp(x.c[i], lo.c[i], hi.c[i]);
+    return r;
+}
 
 // vec * vec is not a Warp builtin (ambiguous); only scaling is.
 template <int N, typename T> TW_FUNC vec_t<N, T> mul(const vec_t<N, T>& a, T s) {
@@ -228,6 +235,12 @@ TW_FUNC void adj_pos(const vec_t<N, T>&, vec_t<N, T>& adj_a, const vec_t<N, T>& 
 TW_VEC_ADJ_MAP2(min)
 TW_VEC_ADJ_MAP2(max)
 #undef TW_VEC_ADJ_MAP2
+template <int N, typename T>
+TW_FUNC void adj_clamp(const vec_t<N, T>& x, const vec_t<N, T>& lo, const vec_t<N, T>& hi, vec_t<N, T>& adj_x,
+                       vec_t<N, T>& adj_lo, vec_t<N, T>& adj_hi, const vec_t<N, T>& adj_ret) {
+    for (int i = 0; i < N; ++i)
+        adj_clamp(x.c[i], lo.c[i], hi.c[i], adj_x.c[i], adj_lo.c[i], adj_hi.c[i], adj_ret.c[i]);
+}
 template <int N, typename T>
 TW_FUNC void adj_abs(const vec_t<N, T>& a, vec_t<N, T>& adj_a, const vec_t<N, T>& adj_ret) {
     for (int i = 0; i < N; ++i) adj_abs(a.c[i], adj_a.c[i], adj_ret.c[i]);
