@@ -164,17 +164,18 @@ template <int N, typename T> TW_FUNC T max(const vec_t<N, T>& a) {
     for (int i = 1; i < N; ++i) m = max(m, a.c[i]);
     return m;
 }
+// The first smallest / largest element; NaNs are skipped, and an all-NaN vector gives 0 (Warp 1.19).
 template <int N, typename T> TW_FUNC uint32_t argmin(const vec_t<N, T>& a) {
-    uint32_t k = 0;
-    for (int i = 1; i < N; ++i)
-        if (a.c[i] < a.c[k]) k = (uint32_t)i;
-    return k;
+    int k = -1;
+    for (int i = 0; i < N; ++i)
+        if (!isnan(a.c[i]) && (k < 0 || a.c[i] < a.c[k])) k = i;
+    return k < 0 ? 0u : (uint32_t)k;
 }
 template <int N, typename T> TW_FUNC uint32_t argmax(const vec_t<N, T>& a) {
-    uint32_t k = 0;
-    for (int i = 1; i < N; ++i)
-        if (a.c[i] > a.c[k]) k = (uint32_t)i;
-    return k;
+    int k = -1;
+    for (int i = 0; i < N; ++i)
+        if (!isnan(a.c[i]) && (k < 0 || a.c[i] > a.c[k])) k = i;
+    return k < 0 ? 0u : (uint32_t)k;
 }
 
 // Negative indices count from the end, as in Warp (v[-1] is the last component).

@@ -33,6 +33,12 @@ class Builtin:
     adjoint_emit: Callable | None = None
     # the reverse pass raises (naming the user's line) when a gradient would have to flow through it
     undefined_gradient: bool = False
+    # Warp's output-argument form: called with this many extra trailing arguments, those are local
+    # variables that receive the elements of the (tuple) result, e.g. ``wp.svd3(A, U, sigma, V)``
+    outputs: int = 0
+    # the first argument is a local variable updated with the result and the call has no value,
+    # e.g. ``wp.transform_set_translation(xform, p)``
+    in_place: bool = False
 
     def __call__(self, *args):
         if self.host is None:

@@ -77,7 +77,38 @@ def _builtin(lw, func: Builtin, node):
         return _atomic(lw, func.name, node)
     if func.name in ADVANCE:
         return _advancing(lw, func.name, node)
+    if func.in_place or (func.outputs and len(node.args) > func.outputs):
+        return _writing_arguments(lw, func, node)
     return lw.call(func.name, [lw.value(a) for a in node.args], node)
+
+
+def written_arguments(func: Builtin, args: list) -> list:
+    """The argument nodes a call writes to: Warp's output arguments / in-place first argument."""
+    if func.in_place:
+        return args[:1]
+    return args[len(args) - func.outputs:] if func.outputs and len(args) > func.outputs else []
+
+
+def _writing_arguments(lw, func: Builtin, node):
+    """``wp.svd3(A, U, sigma, V)`` / ``wp.transform_set_translation(xform, p)``: the IR call is the pure
+    value form (``U, sigma, V = wp.svd3(A)``) and the named variables are rebound to its results, so
+    values stay single-assignment. Only local variables qualify: Warp writes into a discarded copy
+    of anything else (an array element, a field), which tilewarp refuses rather than imitate."""
+    targets = written_arguments(func, node.args)
+    for t in targets:
+        if not (isinstance(t, ast.Name) and isinstance(lw.symbols.get(t.id), ir.Value)):
+            raise KernelTypeError(f"{func.name}() writes into its argument '{ast.unparse(t)}': pass a local "
+                                  "variable assigned before the call", lw.src.loc(t))
+    inputs = node.args if func.in_place else node.args[:len(node.args) - func.outputs]
+    result = lw.call(func.name, [lw.value(a) for a in inputs], node)
+    values = [result] if len(targets) == 1 else [lw.tuple_get(result, k, node) for k in range(len(targets))]
+    for t, v in zip(targets, values):
+        declared = lw.symbols[t.id].type
+        if declared != v.type:
+            raise KernelTypeError(f"{func.name}(): output argument '{t.id}' is a {T.type_name(declared)}, "
+                                  f"the result stored there is a {T.type_name(v.type)}", lw.src.loc(t))
+        lw.bind(t.id, v, node)
+    return None
 
 
 def _advancing(lw, name, node):

@@ -27,7 +27,19 @@ def assigned_names(body) -> set:
                 names.add(node.target.id)
             elif isinstance(node, ast.Call) and advances_state(node):  # wp.randf(state) rebinds state
                 names.add(node.args[0].id)
+            elif isinstance(node, ast.Call):  # wp.svd3(A, U, sigma, V) rebinds U, sigma, V
+                names.update(a.id for a in _written(node) if isinstance(a, ast.Name))
     return names
+
+
+def _written(call: ast.Call) -> list:
+    """The arguments a builtin (by name) writes back into, as ``wp.svd3(A, U, sigma, V)``."""
+    from ..builtins import REGISTRY
+    from .calls import written_arguments
+
+    f = call.func
+    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+    return written_arguments(REGISTRY[name], call.args) if name in REGISTRY else []
 
 
 def advances_state(call: ast.Call) -> bool:
