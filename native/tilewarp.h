@@ -7,7 +7,6 @@
 #include "core/quat.h"
 #include "core/transform.h"
 #include "core/spatial.h"
-#include "core/linalg.h"
 #include "core/struct.h"
 #include "runtime/launch.h"
 #include "runtime/array.h"
@@ -15,3 +14,5 @@
 #include "core/random.h"
 #include "core/tuple.h"
 #include "core/control.h"
+#include "core/adjoint.h"
+#include "runtime/array_adjoint.h"

@@ -88,6 +88,16 @@ def _also_compile_for_cuda(monkeypatch):
         return compiled
 
     monkeypatch.setattr(tilewarp.pipeline, "build", build)
+    original_backward = tilewarp.pipeline.build_backward
+
+    def build_backward(kernel, device):  # backward kernels (Tape, launch(adjoint=True)) too
+        compiled = original_backward(kernel, device)
+        if getattr(device, "kind", None) != "cuda" or getattr(device, "arch", None) != CUDA_CHECK_ARCH:
+            options = tilewarp.compile.options.Options("cuda", CUDA_CHECK_ARCH)
+            tilewarp.compile.compile_cached(compiled.source, kernel.key + ".backward", options)
+        return compiled
+
+    monkeypatch.setattr(tilewarp.pipeline, "build_backward", build_backward)
 
 
 # ---- one kernel text, two libraries ---------------------------------------------------------------

@@ -8,7 +8,7 @@ from . import config  # noqa: E402
 from .builtins import REGISTRY as _REGISTRY  # noqa: E402
 from .errors import (  # noqa: E402,F401
     CompileError, CudaError, DeviceError, KernelError, KernelSyntaxError, KernelTypeError, LaunchError,
-    TapeError, TileWarpError)
+    AutodiffError, TapeError, TileWarpError)
 from .errors import KernelRuntimeError  # noqa: E402,F401
 from .module_options import get_module_options, set_module_options  # noqa: E402,F401
 from .runtime.indexedarray import (  # noqa: E402,F401
@@ -33,6 +33,8 @@ from .runtime.interop import (  # noqa: E402,F401
     device_from_torch, device_to_torch, dtype_from_torch, dtype_to_torch, from_dlpack, from_torch,
     stream_from_torch, stream_to_torch, to_dlpack, to_torch)
 from .structs import struct  # noqa: E402,F401
+from .tape import Tape  # noqa: E402,F401
+from . import autograd  # noqa: E402,F401
 from .types import (  # noqa: E402,F401
     constant, float16, float32, float64, half, int8, int16, int32, int64, mat22, mat22d, mat33, mat33d, mat44,
     mat44d, matrix, uint8, uint16, uint32, uint64, vec2, vec2d, vec2h, vec2i, vec3, vec3d, vec3h, vec3i, vec4,

@@ -27,6 +27,10 @@ class KernelTypeError(KernelError):
     """A type mismatch, an unknown name or a wrong builtin call inside kernel code."""
 
 
+class AutodiffError(KernelError):
+    """Kernel code whose gradient cannot be computed correctly (raised instead of a silent zero)."""
+
+
 class LaunchError(TileWarpError):
     """A launch with wrong arguments (count, type, dtype, device, shape)."""
 

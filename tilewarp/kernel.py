@@ -259,6 +259,19 @@ class Kernel:
                     entry = self._compiled[key] = build(self, device)  # reads the mode again
         return entry
 
+    def compiled_backward(self, device):
+        """The loaded backward kernel for ``device``, built on first use (a Tape's backward)."""
+        key = (device.alias, "backward")
+        entry = self._compiled.get(key)
+        if entry is None:
+            with self._lock:
+                entry = self._compiled.get(key)
+                if entry is None:
+                    from .pipeline import build_backward
+
+                    entry = self._compiled[key] = build_backward(self, device)
+        return entry
+
     def __call__(self, *args, **kwargs):
         raise TypeError(f"kernel {self.key} must be started with wp.launch(), not called")
 

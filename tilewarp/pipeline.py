@@ -31,7 +31,7 @@ def log(message: str) -> None:
 
 def build(kernel, device) -> CompiledKernel:
     fn = kernel.ir  # frontend: parse + typecheck (errors name the user's file:line)
-    # autodiff (reverse pass over the IR) slots in here, compiled lazily when a Tape needs it
+    # the backward (reverse pass over the IR) is a separate module, built lazily: build_backward
     debug = is_debug(kernel)  # wp.config.mode, or the kernel's module options
     sites = SiteTable() if debug else None
     source = emit_module(fn, sites)  # emit: one C++ body for both targets
@@ -49,3 +49,17 @@ def build(kernel, device) -> CompiledKernel:
 
         checks = DebugChecks(kernel.key, fn, sites.sites, module, device)
     return CompiledKernel(device, module, handle, ArgPacker(fn), source, checks)
+
+
+def build_backward(kernel, device) -> CompiledKernel:
+    """The backward kernel: replay + reverse pass over the IR (autodiff/, emit/adjoint.py)."""
+    from .emit.adjoint import backward_signature, emit_backward_module
+
+    fn = kernel.ir
+    backward = backward_signature(fn)
+    source = emit_backward_module(fn, backward)  # raises AutodiffError where no gradient exists
+    options = dataclasses.replace(current(device.kind, device.arch), debug=False)
+    path = compile_cached(source, kernel.key + ".backward", options, log)
+    module = device.backend.load_module(path)
+    handle = module.function(names.kernel_entry(backward.symbol))
+    return CompiledKernel(device, module, handle, ArgPacker(backward), source)

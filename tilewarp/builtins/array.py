@@ -128,20 +128,40 @@ def _assert_rule(args, template):
     return None
 
 
+# Adjoints (native/runtime/array_adjoint.h), given (args, adjoint args, adjoint of the result):
+# the indices go last so the C++ side needs no pack in the middle of its parameters.
+def _adj_load(a, adj, adj_ret, t):
+    return f"tw::adj_load({adj[0]}, {adj_ret}, {', '.join(a[1:])})"
+
+
+def _adj_write(fn):
+    return lambda a, adj, adj_ret, t: f"tw::{fn}({adj[0]}, {adj[-1]}, {', '.join(a[1:-1])})"
+
+
+def _adj_minmax(a, adj, adj_ret, t):
+    return f"tw::adj_atomic_minmax({a[0]}, {adj[0]}, {a[-1]}, {adj[-1]}, {', '.join(a[1:-1])})"
+
+
+_ATOMIC_ADJOINTS = {"add": _adj_write("adj_store"), "sub": _adj_write("adj_atomic_sub"),
+                    "min": _adj_minmax, "max": _adj_minmax}
+
+
 def _atomic_entry(name, differentiable=True):
     LOCATED.add(f"atomic_{name}")
     n = 2 if name == "cas" else 1  # trailing value arguments after the array and its indices
     adjoint = f"tw::adj_atomic_{name}" if differentiable else None
     return Builtin(f"atomic_{name}", _atomic(name), f"tw::atomic_{name}", side_effect=True,
                    unify_literals=False, differentiable=differentiable, adjoint=adjoint,
+                   undefined_gradient=not differentiable, adjoint_emit=_ATOMIC_ADJOINTS.get(name),
                    emit=lambda a, t: f"tw::atomic_{name}(tw::address({', '.join(a[:-n])}), {', '.join(a[-n:])})")
 
 
 register(
-    Builtin("load", _load, "tw::load", unify_literals=False, adjoint="tw::adj_load"),
+    Builtin("load", _load, "tw::load", unify_literals=False, adjoint="tw::adj_load", adjoint_emit=_adj_load),
     # a[i] with fewer indices than dimensions: the sub-array, sharing memory
     Builtin("view", _view, "tw::view", unify_literals=False, adjoint="tw::adj_view", emit=_view_cpp),
-    Builtin("store", _store, "tw::store", side_effect=True, unify_literals=False, adjoint="tw::adj_store"),
+    Builtin("store", _store, "tw::store", side_effect=True, unify_literals=False, adjoint="tw::adj_store",
+            adjoint_emit=_adj_write("adj_store")),
     Builtin("shape", _shape, "tw::shape", unify_literals=False, differentiable=False),
     Builtin("tid", _tid, "tw::tid", kernel_context=True, differentiable=False,
             emit=_tid_cpp),

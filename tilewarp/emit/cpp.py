@@ -85,11 +85,12 @@ def ref(v: ir.Value) -> str:
     return literal(v) if v.is_const else names.value(v)
 
 
-def expression(op, located=None) -> str:
-    """C++ for ``op``; ``located`` is ``(site, arg)`` for a checked access in a debug build."""
+def expression(op, located=None, args=None) -> str:
+    """C++ for ``op``; ``located`` is ``(site, arg)`` for a checked access in a debug build;
+    ``args`` replaces the arguments' C++ (the backward applies an op to gradient arrays)."""
     if isinstance(op, ir.Copy):
-        return ref(op.src)
-    args = [ref(a) for a in op.args]
+        return ref(op.src) if args is None else args[0]
+    args = [ref(a) for a in op.args] if args is None else args
     if isinstance(op, ir.FuncCall):
         return f"{op.func.symbol}({', '.join(args)})"
     b = op.builtin

@@ -13,6 +13,10 @@ def adjoint(v) -> str:
     return "adj_" + value(v)
 
 
+def adjoint_function(symbol: str) -> str:
+    return f"adj_{symbol}"
+
+
 def field(param_name: str) -> str:
     return "p_" + param_name
 

@@ -14,6 +14,7 @@ from .array import array
 from .debug import checked_launch
 from .indexedarray import converter as indexed_converter
 from .device import Device, get_device
+from . import tape_state
 
 
 def _converter(t, name):
@@ -190,7 +191,9 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
            adjoint=False, record_tape=True, record_cmd=False, max_blocks=0, block_dim=256):
     """Run ``kernel`` over ``dim`` threads (Warp's signature and defaults)."""
     if adjoint:
-        raise TileWarpError("adjoint launches are not available yet in this version of tilewarp")
+        return launch_adjoint(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device, stream, block_dim)
+    if record_tape and tape_state.active is not None:
+        tape_state.active.record_launch(kernel, dim, inputs, outputs, device, block_dim)
     if stream is not None:  # the stream decides the device; issue there instead of the current stream
         from .stream import on_stream
 
@@ -224,3 +227,55 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
         else:
             device.backend.launch(compiled.handle, ctypes.addressof(args), size, block_dim)
     return None
+
+
+def launch_adjoint(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device=None, stream=None,
+                   block_dim=256):
+    """The backward kernel over ``dim``: gradients flow from ``adj_outputs`` into ``adj_inputs``
+    (arrays accumulate; scalar parameters' adjoints are not returned, as in Warp)."""
+    if stream is not None:
+        from .stream import on_stream
+
+        with on_stream(stream, device):
+            return launch_adjoint(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, stream.device,
+                                  None, block_dim)
+    values = [*inputs, *outputs]
+    grads = [*_padded(adj_inputs, len(inputs), "adj_inputs"), *_padded(adj_outputs, len(outputs), "adj_outputs")]
+    if device is None:
+        device = next((v.device for v in values if isinstance(v, array) and v.device is not None), None)
+    if type(device) is not Device:
+        device = get_device(device)
+    if getattr(kernel, "_generic", None) is None and not hasattr(kernel, "specialization_for"):
+        raise LaunchError(f"wp.launch() needs a @wp.kernel, got {type(kernel).__name__}")
+    kernel = kernel.specialization_for(values)
+    compiled = kernel.compiled_backward(device)
+    names_ = kernel.ir.param_names
+    if len(values) != len(names_):
+        raise LaunchError(f"kernel takes {len(names_)} argument(s) ({', '.join(names_)}), got {len(values)}")
+    grads = [_adjoint_value(v, g, n) for v, g, n in zip(values, grads, names_)]
+    packer = compiled.packer
+    bounds = packer.bounds(dim)
+    args = packer.pack([*values, *grads], device, bounds)
+    if bounds.size:
+        device.backend.launch(compiled.handle, ctypes.addressof(args), bounds.size, block_dim)
+
+
+def _padded(given, n, what):
+    given = list(given or ())
+    if len(given) > n:
+        raise LaunchError(f"{what} has {len(given)} entries for {n} parameters")
+    return given + [None] * (n - len(given))
+
+
+def _adjoint_value(value, grad, name):
+    """What the backward kernel gets as ``adj_<name>``: a gradient array of the primal's shape."""
+    if isinstance(value, array):
+        if grad is None:
+            return None
+        if not isinstance(grad, array) or grad.shape != value.shape:
+            got = grad.shape if isinstance(grad, array) else type(grad).__name__
+            raise LaunchError(f"argument 'adj_{name}' must be an array of shape {value.shape}, got {got}")
+        return grad
+    if T.is_struct(type(value)):
+        return value._tw_adjoint() if hasattr(value, "_tw_adjoint") else type(value)()
+    return value  # scalars: passed for symmetry, the kernel does not return their adjoints

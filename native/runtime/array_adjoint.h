@@ -1,0 +1,39 @@
+// Adjoints of array access: a read scatters its adjoint into the gradient array (atomically,
+// since many threads may read one element); a write or atomic update gathers the gradient of
+// the element it wrote. `adj` is the gradient array (same shape; data == nullptr: none given).
+#pragma once
+#include "array.h"
+#include "atomic.h"
+
+namespace tw {
+namespace detail {
+template <typename T> TW_FUNC void atomic_accum(T* p, const T& v) { atomic_add(p, v); }
+template <typename T> TW_FUNC void atomic_accum(quat_t<T>* p, const quat_t<T>& v) {
+    atomic_add(static_cast<vec_t<4, T>*>(p), static_cast<const vec_t<4, T>&>(v));
+}
+template <typename T> TW_FUNC void atomic_accum(transform_t<T>* p, const transform_t<T>& v) {
+    atomic_add(static_cast<vec_t<7, T>*>(p), static_cast<const vec_t<7, T>&>(v));
+}
+template <typename A> TW_FUNC bool has_data(const A& a) { return data_of(a).data != nullptr; }
+}  // namespace detail
+
+template <typename A, typename V, typename... I> TW_FUNC void adj_load(const A& adj, const V& adj_ret, I... i) {
+    if (detail::has_data(adj)) detail::atomic_accum(address(adj, i...), adj_ret);
+}
+
+// store / atomic_add: the value's adjoint is the element's gradient (atomic_sub: its negation).
+template <typename A, typename V, typename... I> TW_FUNC void adj_store(const A& adj, V& adj_value, I... i) {
+    if (detail::has_data(adj)) adj_value = add(adj_value, load(adj, i...));
+}
+template <typename A, typename V, typename... I>
+TW_FUNC void adj_atomic_sub(const A& adj, V& adj_value, I... i) {
+    if (detail::has_data(adj)) adj_value = sub(adj_value, load(adj, i...));
+}
+
+// atomic_min / atomic_max: the gradient goes to the value that ended up in the element (ties
+// all receive it), as Warp does.
+template <typename A, typename V, typename... I>
+TW_FUNC void adj_atomic_minmax(const A& a, const A& adj, const V& value, V& adj_value, I... i) {
+    if (detail::has_data(adj) && load(a, i...) == value) adj_value = add(adj_value, load(adj, i...));
+}
+}  // namespace tw

@@ -1,0 +1,171 @@
+"""The reverse pass: straight-line code, branches, dynamic loops, exits, funcs; launch(adjoint=True), Tape."""
+import numpy as np
+import pytest
+
+import tilewarp as wp
+
+wp.config.quiet = True
+f64 = wp.float64
+
+
+@wp.kernel
+def square_sum_loop(x: wp.array(dtype=float), n: int, out: wp.array(dtype=float)):
+    s = 0.0
+    for i in range(n):
+        s += x[i] * x[i]
+    out[0] = s * s
+
+
+def test_dynamic_loop_gradient_is_not_zero(device):
+    """The issue's example: Warp 1.19 returns zeros here; d(s^2)/dx = 4 s x with s = 30."""
+    x = wp.array(np.array([1, 2, 3, 4], dtype=np.float32), requires_grad=True, device=device)
+    out = wp.zeros(1, dtype=float, requires_grad=True, device=device)
+    with wp.Tape() as tape:
+        wp.launch(square_sum_loop, dim=1, inputs=[x, 4], outputs=[out], device=device)
+    tape.backward(out)
+    np.testing.assert_allclose(x.grad.numpy(), [120, 240, 360, 480], rtol=1e-6)
+
+
+@wp.func
+def exits(a: f64, n: int):
+    p = a
+    k = int(0)
+    while k < n:
+        p = p * a
+        if p > f64(50.0):
+            return p + f64(1.0)
+        k += 1
+    for j in range(5):
+        if j == 2:
+            continue
+        if j == 4:
+            break
+        p = p * f64(0.5) + wp.sin(p)
+    return p
+
+
+@wp.kernel
+def call_exits(x: wp.array(dtype=f64), out: wp.array(dtype=f64)):
+    i = wp.tid()
+    if x[i] < f64(-5.0):
+        return
+    out[i] = exits(x[i], 3)
+
+
+def test_while_return_break_continue(device, rng):
+    x = wp.array(np.concatenate([rng.uniform(-1.5, 3.5, 12), [-6.0]]), dtype=f64, device=device)
+    out = wp.zeros(13, dtype=f64, device=device)
+    assert wp.autograd.gradcheck(call_exits, dim=13, inputs=[x], outputs=[out], eps=1e-6, atol=1e-6, rtol=1e-6,
+                                 raise_exception=False, device=device, show_summary=False)
+
+
+@wp.kernel
+def nested(x: wp.array(dtype=f64), n: int, m: int, out: wp.array(dtype=f64)):
+    i = wp.tid()
+    s = x[i]
+    for a in range(n):
+        t = s * f64(0.3)
+        for b in range(m):
+            t = wp.cos(t) + s * f64(0.01)
+        if t > f64(0.5):
+            s = s + t * f64(0.2)
+        else:
+            s = s - t * f64(0.1)
+    wp.atomic_add(out, 0, s * s)
+
+
+@pytest.mark.parametrize("n, m", [(0, 3), (1, 2), (3, 2), (40, 30), (300, 5), (5000, 1)])
+def test_nested_dynamic_loops(n, m, rng):
+    """Trip counts below, within and beyond the checkpoint levels (16, 16^2, 16^3 iterations)."""
+    x = wp.array(rng.uniform(0.1, 1.0, 3), dtype=f64, device="cpu")
+    out = wp.zeros(1, dtype=f64, device="cpu")
+    assert wp.autograd.gradcheck(nested, dim=3, inputs=[x, n, m], outputs=[out], eps=1e-6, atol=1e-6, rtol=1e-5,
+                                 raise_exception=False, device="cpu", show_summary=False)
+
+
+@wp.kernel
+def carried_while(x: wp.array(dtype=wp.vec3d), out: wp.array(dtype=f64)):
+    i = wp.tid()
+    v = x[i]
+    k = int(0)
+    while wp.length(v) < f64(20.0) and k < 50:
+        v = v * f64(1.3) + wp.vec3d(f64(0.1), f64(0.0), f64(0.2))
+        k += 1
+    out[i] = wp.dot(v, v)
+
+
+def test_while_with_vector_state(device, rng):
+    x = wp.array(rng.uniform(0.2, 1.0, (5, 3)), dtype=wp.vec3d, device=device)
+    out = wp.zeros(5, dtype=f64, device=device)
+    assert wp.autograd.gradcheck(carried_while, dim=5, inputs=[x], outputs=[out], eps=1e-7, atol=1e-5, rtol=1e-6,
+                                 raise_exception=False, device=device, show_summary=False)
+
+
+@wp.kernel
+def step(x0: wp.array(dtype=f64), x1: wp.array(dtype=f64)):
+    i = wp.tid()
+    x1[i] = x0[i] * x0[i] + wp.sin(x0[i])
+
+
+@wp.kernel
+def total(x: wp.array(dtype=f64), loss: wp.array(dtype=f64)):
+    i = wp.tid()
+    wp.atomic_add(loss, 0, x[i] * x[i])
+
+
+def _chain(device, values):
+    x0 = wp.array(values, dtype=f64, requires_grad=True, device=device)
+    x1 = wp.zeros(len(values), dtype=f64, requires_grad=True, device=device)
+    loss = wp.zeros(1, dtype=f64, requires_grad=True, device=device)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(step, dim=len(values), inputs=[x0], outputs=[x1], device=device)
+        wp.launch(total, dim=len(values), inputs=[x1], outputs=[loss], device=device)
+    return tape, x0, x1, loss
+
+
+def test_tape_backward_zero_reset(device, rng):
+    v = rng.uniform(-2, 2, 6)
+    tape, x0, x1, loss = _chain(device, v)
+    tape.backward(loss)
+    want = 2 * (v * v + np.sin(v)) * (2 * v + np.cos(v))
+    np.testing.assert_allclose(x0.grad.numpy(), want, rtol=1e-12)
+    tape.backward(loss)  # gradients accumulate (x1.grad already holds one seed): 1 + 2 times
+    np.testing.assert_allclose(x0.grad.numpy(), 3 * want, rtol=1e-12)
+    tape.zero()
+    assert not x0.grad.numpy().any() and not x1.grad.numpy().any()
+    seed = rng.uniform(-1, 1, 6)
+    tape.backward(grads={x1: seed})  # from an intermediate output: only the first launch matters
+    np.testing.assert_allclose(x0.grad.numpy(), seed * (2 * v + np.cos(v)) + 0, rtol=1e-12)
+    tape.reset()
+    assert tape.launches == [] and not x0.grad.numpy().any()
+
+
+def test_adjoint_launch_takes_given_gradient_arrays(device, rng):
+    v = rng.uniform(-2, 2, 5)
+    x0 = wp.array(v, dtype=f64, device=device)
+    x1 = wp.zeros(5, dtype=f64, device=device)
+    gx, g1 = wp.zeros(5, dtype=f64, device=device), wp.array(np.arange(5.0), dtype=f64, device=device)
+    wp.launch(step, dim=5, inputs=[x0], outputs=[x1], adj_inputs=[gx], adj_outputs=[g1], adjoint=True,
+              device=device)
+    np.testing.assert_allclose(gx.numpy(), np.arange(5.0) * (2 * v + np.cos(v)), rtol=1e-12)
+    assert not x1.numpy().any()  # the backward launch replays without writing the outputs
+
+
+def test_tape_errors(rng):
+    tape, x0, x1, loss = _chain("cpu", rng.uniform(-1, 1, 3))
+    with pytest.raises(wp.TapeError, match="needs a loss array"):
+        tape.backward()
+    with pytest.raises(wp.TapeError, match="requires_grad"):
+        tape.backward(wp.zeros(1, dtype=f64))
+    with pytest.raises(wp.TapeError, match="one-element"):
+        tape.backward(x1)
+    with pytest.raises(wp.TapeError, match="nothing was recorded"):
+        wp.Tape().backward(loss)
+    with pytest.raises(wp.TapeError, match="already recording"):
+        with wp.Tape():
+            with wp.Tape():
+                pass
+    with pytest.raises(wp.LaunchError, match="adj_x1.*shape"):
+        wp.launch(step, dim=3, inputs=[x0], outputs=[x1], adj_inputs=[None], adj_outputs=[wp.zeros(2, dtype=f64)],
+                  adjoint=True)

@@ -1,0 +1,335 @@
+"""Prepared IR -> backward C++: a replay of the forward body, then its adjoint statements reversed.
+
+Per DESIGN decision 4. The replay recomputes every value but leaves memory alone (stores, atomics
+and prints are side effects of the forward launch, not repeated). The reverse pass walks the same
+statements last to first; each builtin call becomes its ``tw::adj_<name>`` call, accumulating into
+the adjoints of its arguments, then clears the adjoint of its result (a value written again in an
+earlier loop iteration must start that iteration from zero). Adjoints of arrays are the gradient
+arrays themselves, computed forward alongside the replay.
+
+Loops are reversed iteration by iteration: iteration j is replayed from the loop-carried state it
+started with (recovered by ``tw::rewind_t`` checkpoints) and then reversed, so dynamic loops get
+exact gradients, not Warp's silent zeros.
+"""
+from __future__ import annotations
+
+from .. import types as T
+from ..autodiff.prepare import Prepared
+from ..errors import AutodiffError
+from ..ir import nodes as ir
+from . import names
+from .cpp import cpp_type, expression, ref
+
+#: checkpoints per level and levels of tw::rewind_t (linear cost up to CAP**LEVELS iterations)
+REWIND_CAP, REWIND_LEVELS = 16, 3
+
+
+def carries_gradient(t) -> bool:
+    """Values of type ``t`` have adjoints that are accumulated (arrays' adjoints are not)."""
+    if isinstance(t, T.TupleType):
+        return any(carries_gradient(e) for e in t.types)
+    if T.is_struct(t):
+        return True
+    return T.is_float(T.scalar_of(t)) if (T.is_scalar(t) or T.is_composite(t)) else False
+
+
+def adj(v) -> str:
+    return names.adjoint(v)
+
+
+class AdjointPrinter:
+    def __init__(self, prep: Prepared):
+        self.prep = prep
+        self.lines: list = []
+        self.depth = 1
+        self.loop_ids: dict = {}  # id(loop statement) -> its number (names of its helpers)
+        self.scratch = 0
+
+    def line(self, text: str):
+        self.lines.append("    " * self.depth + text)
+
+    # ---- the function ----------------------------------------------------------------------------
+
+    def declarations(self, params=()):
+        for v in self.prep.values:
+            self.line(f"{cpp_type(v.type)} {names.value(v)}{{}};")
+        for v in self.prep.values:
+            self.line(f"{cpp_type(v.type)} {adj(v)}{{}};")
+        for s in ir.walk(self.prep.body):
+            if isinstance(s, (ir.For, ir.While)):
+                k = self.loop_ids.setdefault(id(s), len(self.loop_ids))
+                members = " ".join(f"{cpp_type(c.type)} m{i};" for i, c in enumerate(s.carried))
+                self.line(f"struct L{k}_state {{ {members} }};")
+                self.line(f"L{k}_state L{k}_entry{{}};")
+                self.line(f"int64_t L{k}_n = 0;")
+
+    def body(self):
+        self.replay(self.prep.body)
+        if self.prep.result is not None:
+            self.line(f"tw::adj_accum({adj(self.prep.result)}, adj_ret);")
+        self.reverse(self.prep.body)
+
+    def function(self) -> list:
+        f = self.prep.fn
+        params = [f"{cpp_type(p.type)} {names.value(p)}" for p in f.params]
+        params += [f"{cpp_type(p.type)}& {adj(p)}" for p in f.params]
+        if f.return_type is not None:
+            params.append(f"const {cpp_type(f.return_type)}& adj_ret")
+        self.lines.append(f"// adjoint of func {f.name}")
+        self.lines.append(f"TW_FUNC void {names.adjoint_function(f.symbol)}({', '.join(params)}) {{")
+        self.declarations()
+        self.body()
+        self.lines += ["}", ""]
+        return self.lines
+
+    def kernel(self, args_struct: str, body_name: str, param_names) -> list:
+        f = self.prep.fn
+        self.lines.append(f"// backward of kernel {f.name}")
+        self.lines.append(f"TW_FORCEINLINE TW_FUNC void {body_name}(const {args_struct}& args, int64_t task) {{")
+        for p, name in zip(f.params, param_names):
+            self.line(f"{cpp_type(p.type)} {names.value(p)} = args.{names.field(name)};")
+            # gradient arrays come from the launch; other parameters' adjoints stay local (as Warp)
+            init = f"args.{names.field('adj_' + name)}" if T.is_array(p.type) or T.is_struct(p.type) else "{}"
+            self.line(f"{cpp_type(p.type)} {adj(p)} = {init};")
+        self.declarations()
+        self.body()
+        self.lines += ["}", ""]
+        return self.lines
+
+    # ---- replay (forward, without side effects) ------------------------------------------------
+
+    def replay(self, stmts):
+        for s in stmts:
+            getattr(self, "replay_" + type(s).__name__)(s)
+
+    def replay_Assign(self, s: ir.Assign):
+        op = s.op
+        if isinstance(op, ir.Call) and op.builtin.side_effect:
+            return
+        self.line(f"{names.value(s.dst)} = {expression(op)};" if s.dst is not None else f"{expression(op)};")
+        if s.dst is not None and T.is_array(s.dst.type):  # the gradient array follows the array
+            self.line(f"{adj(s.dst)} = {self.forward_adjoint(op)};")
+
+    def forward_adjoint(self, op) -> str:
+        if isinstance(op, ir.Copy):
+            return adj(op.src)
+        return expression(op, args=[adj(a) if T.is_array(a.type) or T.is_struct(a.type) else ref(a)
+                                    for a in op.args])
+
+    def replay_If(self, s: ir.If):
+        self.line(f"if ({ref(s.cond)}) {{")
+        self.nested(self.replay, s.body)
+        if s.orelse:
+            self.line("} else {")
+            self.nested(self.replay, s.orelse)
+        self.line("}")
+
+    def nested(self, walk, stmts):
+        self.depth += 1
+        walk(stmts)
+        self.depth -= 1
+
+    def loop_parts(self, s):
+        k = self.loop_ids[id(s)]
+        ex = self.prep.loops[id(s)]
+        flags = [f for f in (ex.cont, ex.brk, self.prep.done) if f is not None]
+        reset = " ".join(f"{names.value(f)} = false;" for f in flags)
+        ends = [f for f in (ex.brk, self.prep.done) if f is not None]
+        return k, reset, ends
+
+    def replay_For(self, s: ir.For):
+        k, reset, ends = self.loop_parts(s)
+        self.save_entry(s, k)
+        i, stop, step = names.value(s.var), ref(s.stop), ref(s.step)
+        test = (f"{i} {'<' if s.step.const > 0 else '>'} {stop}" if s.step.is_const
+                else f"({step} > 0) ? ({i} < {stop}) : ({i} > {stop})")
+        self.line(f"for ({i} = {ref(s.start)}; {test}; {i} += {step}) {{")
+        self.iteration(s, k, reset, ends)
+
+    def replay_While(self, s: ir.While):
+        k, reset, ends = self.loop_parts(s)
+        self.save_entry(s, k)
+        self.line("while (true) {")
+        self.nested(self.replay, s.test)
+        self.line(f"    if (!{ref(s.cond)}) break;")
+        self.iteration(s, k, reset, ends)
+
+    def save_entry(self, s, k):
+        self.line(f"L{k}_entry = L{k}_state{{{', '.join(names.value(c) for c in s.carried)}}};")
+        self.line(f"L{k}_n = 0;")
+
+    def iteration(self, s, k, reset, ends):
+        if reset:
+            self.line(f"    {reset}")
+        self.nested(self.replay, s.body)
+        self.line(f"    ++L{k}_n;")
+        if ends:
+            self.line(f"    if ({' || '.join(names.value(f) for f in ends)}) break;")
+        self.line("}")
+
+    # ---- reverse ----------------------------------------------------------------------------------
+
+    def reverse(self, stmts):
+        for s in reversed(stmts):
+            getattr(self, "reverse_" + type(s).__name__)(s)
+
+    def reverse_Assign(self, s: ir.Assign):
+        op, dst = s.op, s.dst
+        if dst is not None and T.is_array(dst.type):
+            return  # computed forward
+        if isinstance(op, ir.Copy):
+            if carries_gradient(dst.type):
+                if not op.src.is_const:
+                    self.line(f"tw::adj_accum({adj(op.src)}, {adj(dst)});")
+                self.clear(dst)
+            return
+        if isinstance(op, ir.FuncCall):
+            self.adjoint_call(s, lambda a, g, r: f"{names.adjoint_function(op.func.symbol)}({', '.join(a + g + r)})")
+            return
+        b = op.builtin
+        if not b.side_effect and not carries_gradient(dst.type if dst is not None else None):
+            return  # nothing flows back from an integer or boolean result
+        if all(a.is_const for a in op.args):
+            self.clear(dst)  # a constant: nothing to flow into
+            return
+        if not b.differentiable:
+            if b.undefined_gradient:
+                self.check_no_gradient(s)
+            self.clear(dst)
+            return
+        if b.adjoint_emit is not None:
+            self.adjoint_call(s, lambda a, g, r: b.adjoint_emit(a, g, r[0] if r else None, op.template))
+        else:
+            self.adjoint_call(s, lambda a, g, r: f"{b.adjoint}({', '.join(a + g + r)})")
+
+    def adjoint_call(self, s: ir.Assign, make):
+        """``make(args, adjoint args, [adjoint of the result])``: constants get scratch adjoints."""
+        args = [ref(a) for a in s.op.args]
+        grads, scratch = [], []
+        for a in s.op.args:
+            if not a.is_const:
+                grads.append(adj(a))
+            else:
+                self.scratch += 1
+                name = f"adj_const{self.scratch}"
+                scratch.append(f"{cpp_type(a.type)} {name}{{}};")
+                grads.append(name)
+        result = [adj(s.dst)] if s.dst is not None else []
+        call = make(args, grads, result)
+        if scratch:
+            self.line("{ " + " ".join(scratch) + f" {call}; }}")
+        else:
+            self.line(f"{call};")
+        self.clear(s.dst)
+
+    def clear(self, v):
+        if v is not None and carries_gradient(v.type) and not _holds_array(v.type):
+            self.line(f"{adj(v)} = {{}};")
+
+    def check_no_gradient(self, s: ir.Assign):
+        """A call without a correct gradient may only touch values no gradient flows through."""
+        values = [a for a in s.op.args if isinstance(a, ir.Value) and not a.is_const and not T.is_array(a.type)]
+        if s.dst is not None:
+            values.append(s.dst)
+        if any(carries_gradient(v.type) for v in values):
+            loc = s.loc
+            raise AutodiffError(f"wp.{s.op.builtin.name}() has no gradient; its float arguments would need one "
+                                f"(differentiate around it, or launch with enable_backward=False)", loc)
+
+    def reverse_If(self, s: ir.If):
+        self.line(f"if ({ref(s.cond)}) {{")
+        self.nested(self.reverse, s.body)
+        if s.orelse:
+            self.line("} else {")
+            self.nested(self.reverse, s.orelse)
+        self.line("}")
+
+    def reverse_For(self, s):
+        self.reverse_loop(s)
+
+    def reverse_While(self, s):
+        self.reverse_loop(s)
+
+    def reverse_loop(self, s):
+        k, reset, _ = self.loop_parts(s)
+        self.line("{")
+        self.depth += 1
+        self.line(f"auto L{k}_step = [&](int64_t m) {{")
+        self.depth += 1
+        if isinstance(s, ir.For):
+            self.line(f"{names.value(s.var)} = {ref(s.start)} + ({cpp_type(s.var.type)})m * {ref(s.step)};")
+        if reset:
+            self.line(reset)
+        if isinstance(s, ir.While):
+            self.replay(s.test)
+        self.replay(s.body)
+        self.depth -= 1
+        self.line("};")
+        if s.carried:
+            state = ", ".join(names.value(c) for c in s.carried)
+            sets = " ".join(f"{names.value(c)} = st.m{i};" for i, c in enumerate(s.carried))
+            self.line(f"auto L{k}_get = [&]() {{ return L{k}_state{{{state}}}; }};")
+            self.line(f"auto L{k}_set = [&](const L{k}_state& st) {{ {sets} }};")
+            self.line(f"tw::rewind_t<L{k}_state, {REWIND_CAP}, {REWIND_LEVELS}> L{k}_rewind;")
+            self.line(f"L{k}_rewind.begin(L{k}_n, L{k}_entry);")
+        self.line(f"for (int64_t L{k}_j = L{k}_n - 1; L{k}_j >= 0; --L{k}_j) {{")
+        if s.carried:
+            self.line(f"    L{k}_rewind.restore(L{k}_j, L{k}_get, L{k}_set, L{k}_step);")
+        self.line(f"    L{k}_step(L{k}_j);")
+        self.nested(self.reverse, s.body)
+        self.line("}")
+        if s.carried:  # the carried values as they entered the loop, for what precedes it
+            self.line(f"L{k}_set(L{k}_entry);")
+        self.depth -= 1
+        self.line("}")
+
+
+def _holds_array(t) -> bool:
+    return T.is_struct(t) and any(T.is_array(ft) or _holds_array(ft) for ft in t._tw_fields_.values())
+
+
+def emit_backward_module(kernel: ir.Function, backward: ir.Function) -> str:
+    """The backward translation unit: forward functions (for the replay), their adjoints, and the
+    backward kernel over ``backward``'s parameters (the kernel's, then one adjoint per parameter)."""
+    from .. import structs
+    from ..autodiff.prepare import prepare
+    from .cpp import _Printer, callees_in_order
+
+    out = ['#include "tilewarp.h"', "", "namespace {", ""]
+    callees = callees_in_order(kernel)
+    out += structs.definitions([*callees, kernel])
+    out += ["}  // namespace", "", "namespace tw {"]
+    for t in structs.in_dependency_order(_struct_types([*callees, kernel])):
+        fields = [f for f, ft in t._tw_fields_.items() if carries_gradient(ft) and not T.is_array(ft)]
+        body = " ".join(f"adj_accum(adj.{f}, g.{f});" for f in fields)
+        out.append(f"TW_FUNC void adj_accum({t._cpp_}& adj, const {t._cpp_}& g) {{ {body} }}")
+    out += ["}  // namespace tw", "", "namespace {", ""]
+    for f in callees:
+        out += _Printer(f).function()
+    for f in callees:
+        out += AdjointPrinter(prepare(f)).function()
+    args = names.args_struct(backward.symbol)
+    out.append(f"struct {args} {{")
+    out.append("    tw::launch_bounds_t bounds;")
+    out += [f"    {cpp_type(p.type)} {names.field(n)};" for p, n in zip(backward.params, backward.param_names)]
+    out += ["};", ""]
+    body = names.body(backward.symbol)
+    out += AdjointPrinter(prepare(kernel)).kernel(args, body, kernel.param_names)
+    out += ["}  // namespace", "",
+            f"TW_KERNEL_ENTRY({names.kernel_entry(backward.symbol)}, {args}, {body})", ""]
+    return "\n".join(out)
+
+
+def _struct_types(functions) -> list:
+    types = []
+    for fn in functions:
+        types += [v.type.dtype if T.is_array(v.type) else v.type for v in (*fn.params, *fn.values)]
+    return types
+
+
+def backward_signature(kernel: ir.Function) -> ir.Function:
+    """The backward kernel's IR signature: the kernel's parameters, then ``adj_<name>`` for each."""
+    adj_params = [ir.Value(-p.id, p.type, "adj_" + n) for p, n in zip(kernel.params, kernel.param_names)]
+    return ir.Function(name=kernel.name, symbol=kernel.symbol + "_bwd", params=[*kernel.params, *adj_params],
+                       param_names=[*kernel.param_names, *("adj_" + n for n in kernel.param_names)],
+                       body=kernel.body, is_kernel=True, loc=kernel.loc)

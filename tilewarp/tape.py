@@ -1,0 +1,137 @@
+"""``wp.Tape``: records launches (and host steps) and runs their adjoints in reverse."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import types as T
+from .errors import TapeError
+from .runtime import tape_state
+from .runtime.array import array
+
+
+@dataclass(eq=False)
+class _Launch:
+    kernel: object
+    dim: object
+    inputs: list
+    outputs: list
+    device: object
+    block_dim: int
+    read_versions: dict = field(default_factory=dict)  # array -> its version when this launch was recorded
+
+
+@dataclass(eq=False)
+class _HostStep:
+    backward: object  # a callable run in the backward pass
+    arrays: list
+
+
+class Tape:
+    """Record ``wp.launch`` calls inside ``with wp.Tape() as tape:``; ``tape.backward(loss)`` then
+    launches their backward kernels in reverse order, accumulating into the arrays' ``.grad``."""
+
+    def __init__(self):
+        self.launches: list = []
+        self.gradients: dict = {}
+        self.loss = None
+
+    def __enter__(self):
+        if tape_state.active is not None:
+            raise TapeError("a Tape is already recording: finish it before starting another")
+        tape_state.active = self
+        return self
+
+    def __exit__(self, *exc):
+        tape_state.active = None
+
+    # ---- recording ---------------------------------------------------------------------------
+
+    def record_launch(self, kernel, dim, inputs, outputs, device, block_dim):
+        entry = _Launch(kernel, dim, list(inputs), list(outputs), device, block_dim)
+        self.launches.append(entry)
+        return entry
+
+    def record_func(self, backward, arrays):
+        """Record a host-side step: ``backward()`` runs at its place in the reverse pass."""
+        if not callable(backward):
+            raise TapeError(f"record_func() needs a callable backward, got {type(backward).__name__}")
+        self.launches.append(_HostStep(backward, list(arrays)))
+
+    # ---- the backward pass -------------------------------------------------------------------
+
+    def backward(self, loss=None, grads=None):
+        """Gradients of ``loss`` (a one-element array; its gradient is seeded with 1) or of the
+        outputs in ``grads`` ({array: seed gradient}) with respect to every recorded array."""
+        from .runtime.launch import launch_adjoint
+
+        if loss is None and not grads:
+            raise TapeError("Tape.backward() needs a loss array or grads={array: seed}")
+        if loss is not None:
+            self._seed_loss(loss)
+        for a, g in (grads or {}).items():
+            self._seed(a, g)
+        if not self.launches:
+            raise TapeError("Tape.backward(): nothing was recorded on this tape (launch kernels inside "
+                            "'with tape:')")
+        for entry in reversed(self.launches):
+            if isinstance(entry, _HostStep):
+                entry.backward()
+                continue
+            launch_adjoint(entry.kernel, entry.dim, entry.inputs, entry.outputs,
+                           [self.get_adjoint(v) for v in entry.inputs],
+                           [self.get_adjoint(v) for v in entry.outputs], entry.device, None, entry.block_dim)
+
+    def _seed_loss(self, loss):
+        if not isinstance(loss, array):
+            raise TapeError(f"Tape.backward(loss=...) takes a wp.array, got {type(loss).__name__}")
+        if loss.size != 1:
+            raise TapeError(f"Tape.backward(loss=...) needs a one-element array, got shape {loss.shape}")
+        if not loss.requires_grad or loss.grad is None:
+            raise TapeError("Tape.backward(): the loss array was created without requires_grad=True, "
+                            "so no gradient can flow from it")
+        self.loss = loss
+        loss.grad.fill_(1.0 if T.is_scalar(loss.dtype) else np.ones(getattr(loss.dtype, "_wp_shape_", ())))
+
+    def _seed(self, a, g):
+        if not isinstance(a, array):
+            raise TapeError(f"Tape.backward(grads=...) keys must be wp.arrays, got {type(a).__name__}")
+        if a.grad is None:
+            a.grad = g if isinstance(g, array) else array(g, dtype=a.dtype, shape=a.shape, device=a.device)
+            a._requires_grad = True
+        else:
+            a.grad.assign(g)
+        self.gradients[a] = a.grad
+
+    def get_adjoint(self, value):
+        """What a backward launch gets for ``value``: its gradient array (None without one)."""
+        if isinstance(value, array):
+            return value.grad if value.requires_grad else None
+        return None
+
+    # ---- housekeeping ------------------------------------------------------------------------
+
+    def _arrays(self):
+        seen = {}
+        for entry in self.launches:
+            values = entry.arrays if isinstance(entry, _HostStep) else [*entry.inputs, *entry.outputs]
+            for v in values:
+                if isinstance(v, array):
+                    seen[id(v)] = v
+        return list(seen.values())
+
+    def zero(self):
+        """Zero the gradients of every array recorded on the tape."""
+        for a in self._arrays():
+            if a.grad is not None:
+                a.grad.zero_()
+        for g in self.gradients.values():
+            g.zero_()
+
+    def reset(self):
+        """Forget the recorded launches and zero their gradients."""
+        self.zero()
+        self.launches = []
+        self.gradients = {}
+        self.loss = None
