@@ -111,4 +111,11 @@ template <typename C, typename T> TW_FUNC T select(C cond, const T& f, const T& 
 template <typename A, int D, typename T> TW_FUNC T select(const array_t<A, D>& arr, const T& f, const T& t) {
     return arr.data ? t : f;
 }
+
+// where/select adjoints are emitted inline (builtins/control.py), where tw::adj_accum sees the
+// overloads emitted for each @wp.struct: the chosen value gets the gradient, the condition none.
+namespace detail {
+template <typename C> TW_FUNC bool truthy(const C& c) { return c ? true : false; }
+template <typename A, int D> TW_FUNC bool truthy(const array_t<A, D>& arr) { return arr.data != nullptr; }
+}  // namespace detail
 }  // namespace tw

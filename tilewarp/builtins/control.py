@@ -82,6 +82,17 @@ def _chooser(order):
     return rule
 
 
+def _adj_choose(first_if_true):
+    """where/select: accumulate into the chosen value's adjoint (args: cond, first, second)."""
+
+    def emit(a, adj, adj_ret, template):
+        taken, other = (adj[1], adj[2]) if first_if_true else (adj[2], adj[1])
+        return (f"(tw::detail::truthy({a[0]}) ? tw::adj_accum({taken}, {adj_ret}) "
+                f": tw::adj_accum({other}, {adj_ret}))")
+
+    return emit
+
+
 def _make_tuple(args, template):
     (t,) = template
     if tuple(args) != t.types:
@@ -127,10 +138,10 @@ register(
             host=py.print),
     Builtin("printf", _printf, "tw::printf", differentiable=False, side_effect=True, unify_literals=False,
             emit=_printf_cpp, host=_host_printf),
-    Builtin("where", _chooser("value_if_true, value_if_false"), "tw::where", adjoint="tw::adj_where",
-            unify_literals=False, host=lambda c, a, b: a if c else b),
-    Builtin("select", _chooser("value_if_false, value_if_true"), "tw::select", adjoint="tw::adj_select",
-            unify_literals=False, host=lambda c, f, t: t if c else f),
+    Builtin("where", _chooser("value_if_true, value_if_false"), "tw::where",
+            unify_literals=False, host=lambda c, a, b: a if c else b, adjoint_emit=_adj_choose(True)),
+    Builtin("select", _chooser("value_if_false, value_if_true"), "tw::select",
+            unify_literals=False, host=lambda c, f, t: t if c else f, adjoint_emit=_adj_choose(False)),
     Builtin("make_tuple", _make_tuple, "tw::make_tuple", adjoint="tw::adj_make_tuple", unify_literals=False,
             emit=_make_tuple_cpp, adjoint_emit=_adj_make_tuple),
     Builtin("tuple_get", _tuple_get, "tw::get", adjoint="tw::adj_tuple_get", unify_literals=False,

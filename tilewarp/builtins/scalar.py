@@ -43,7 +43,7 @@ def _lerp(args, template):
 register(
     Builtin("cast", _cast_rule, "tw::cast", unify_literals=False,
             emit=lambda a, t: f"tw::cast<{t[0]._cpp_}>({a[0]})",
-            adjoint_emit=lambda a, adj, adj_ret, t: f"tw::adj_cast<{t[0]._cpp_}>({a[0]}, {adj[0]}, {adj_ret});"),
+            adjoint_emit=lambda a, adj, adj_ret, t: f"tw::adj_cast<{t[0]._cpp_}>({a[0]}, {adj[0]}, {adj_ret})"),
     Builtin("abs", _any1, "tw::abs", adjoint="tw::adj_abs", host=abs),
     Builtin("sign", _any1, "tw::sign", differentiable=False, host=lambda x: float(np.sign(x))),
     Builtin("min", _any2, "tw::min", adjoint="tw::adj_min", host=min),
