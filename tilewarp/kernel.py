@@ -10,9 +10,9 @@ import threading
 from . import generics
 from . import types as T
 from .emit import names
-from .errors import KernelError, KernelTypeError, LaunchError
+from .errors import KernelError, KernelTypeError, LaunchError, TapeError
 from .frontend import Lowerer, get_source
-from .module_options import check_kernel_options, is_debug
+from .module_options import backward_setting, check_kernel_options, is_debug
 
 
 def _annotation_type(fn, name, annotation, loc_source):
@@ -257,6 +257,8 @@ class Kernel:
                     from .pipeline import build
 
                     entry = self._compiled[key] = build(self, device)  # reads the mode again
+                    if backward_setting(self):  # enable_backward=True: build both now, as Warp does
+                        self.compiled_backward(device)
         return entry
 
     def compiled_backward(self, device):
@@ -264,6 +266,9 @@ class Kernel:
         key = (device.alias, "backward")
         entry = self._compiled.get(key)
         if entry is None:
+            if backward_setting(self) is False:
+                raise TapeError(f"kernel '{self.key}' was built with enable_backward=False, so it has no "
+                                "backward pass; drop that option to differentiate through it")
             with self._lock:
                 entry = self._compiled.get(key)
                 if entry is None:

@@ -71,3 +71,18 @@ def is_debug(kernel) -> bool:
         opts = _OPTIONS.get(kernel.module)
         mode = opts.get("mode") if opts else None
     return (mode or config.mode) == "debug"
+
+
+def backward_setting(kernel):
+    """``enable_backward`` for ``kernel``: False (no backward), True (asked for explicitly: built
+    with the forward) or None (the default: built lazily, on the first backward launch)."""
+    own = kernel.options.get("enable_backward")
+    if own is not None:
+        return bool(own)
+    value = kernel.module_options.get("enable_backward")
+    if value is None:
+        opts = _OPTIONS.get(kernel.module)
+        value = opts.get("enable_backward") if opts else None
+    if value is False or getattr(config, "enable_backward", True) is False:
+        return False
+    return None

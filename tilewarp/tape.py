@@ -19,7 +19,7 @@ class _Launch:
     outputs: list
     device: object
     block_dim: int
-    read_versions: dict = field(default_factory=dict)  # array -> its version when this launch was recorded
+    read_versions: list = field(default_factory=list)  # (array read, its version right after the launch)
 
 
 @dataclass(eq=False)
@@ -41,6 +41,7 @@ class Tape:
         if tape_state.active is not None:
             raise TapeError("a Tape is already recording: finish it before starting another")
         tape_state.active = self
+        tape_state.tracking = True
         return self
 
     def __exit__(self, *exc):
@@ -48,8 +49,8 @@ class Tape:
 
     # ---- recording ---------------------------------------------------------------------------
 
-    def record_launch(self, kernel, dim, inputs, outputs, device, block_dim):
-        entry = _Launch(kernel, dim, list(inputs), list(outputs), device, block_dim)
+    def record_launch(self, kernel, dim, inputs, outputs, device, block_dim, read_versions=()):
+        entry = _Launch(kernel, dim, list(inputs), list(outputs), device, block_dim, list(read_versions))
         self.launches.append(entry)
         return entry
 
@@ -75,6 +76,7 @@ class Tape:
         if not self.launches:
             raise TapeError("Tape.backward(): nothing was recorded on this tape (launch kernels inside "
                             "'with tape:')")
+        self._check_inputs_intact()
         for entry in reversed(self.launches):
             if isinstance(entry, _HostStep):
                 entry.backward()
@@ -82,6 +84,23 @@ class Tape:
             launch_adjoint(entry.kernel, entry.dim, entry.inputs, entry.outputs,
                            [self.get_adjoint(v) for v in entry.inputs],
                            [self.get_adjoint(v) for v in entry.outputs], entry.device, None, entry.block_dim)
+
+    def _check_inputs_intact(self):
+        """Beyond Warp (NVIDIA/warp#1350): a launch's backward replays it from the arrays it read,
+        so an array written after that launch would give a wrong gradient without a word."""
+        for n, entry in enumerate(self.launches):
+            if isinstance(entry, _HostStep):
+                continue
+            names = entry.kernel.arg_names
+            values = [*entry.inputs, *entry.outputs]
+            for a, version in entry.read_versions:
+                if a.version != version:
+                    k = next((k for k, v in enumerate(values) if any(x is a for x in tape_state.arrays_in(v))), None)
+                    what = f"argument '{names[k]}'" if k is not None and k < len(names) else "an array"
+                    raise TapeError(
+                        f"{what} of launch #{n} ({entry.kernel.key}) was overwritten after that launch "
+                        f"({a.version - version} write(s) since), so its gradient would be wrong; write "
+                        f"new values into a new array (e.g. one state array per step) instead")
 
     def _seed_loss(self, loss):
         if not isinstance(loss, array):

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import tilewarp as wp
+from conftest import load_module
 
 wp.config.quiet = True
 f64 = wp.float64
@@ -169,3 +170,68 @@ def test_tape_errors(rng):
     with pytest.raises(wp.LaunchError, match="adj_x1.*shape"):
         wp.launch(step, dim=3, inputs=[x0], outputs=[x1], adj_inputs=[None], adj_outputs=[wp.zeros(2, dtype=f64)],
                   adjoint=True)
+
+
+@wp.kernel
+def scale(x: wp.array(dtype=f64), y: wp.array(dtype=f64)):
+    i = wp.tid()
+    y[i] = x[i] * x[i]
+
+
+def test_overwritten_input_is_an_error(rng):
+    """Warp silently differentiates with the new values (NVIDIA/warp#1350); the Tape refuses."""
+    x = wp.array(rng.uniform(1, 2, 4), dtype=f64, requires_grad=True)
+    y = wp.zeros(4, dtype=f64, requires_grad=True)
+    loss = wp.zeros(1, dtype=f64, requires_grad=True)
+    for overwrite in (lambda: x.assign(rng.uniform(1, 2, 4)), lambda: x.fill_(3.0), lambda: x.zero_(),
+                      lambda: wp.copy(x, wp.clone(y)), lambda: wp.launch(scale, dim=4, inputs=[y], outputs=[x]),
+                      lambda: x[1:3].fill_(2.0)):
+        tape = wp.Tape()
+        with tape:
+            wp.launch(scale, dim=4, inputs=[x], outputs=[y])
+            wp.launch(total, dim=4, inputs=[y], outputs=[loss])
+        overwrite()
+        with pytest.raises(wp.TapeError, match=r"argument 'x' of launch #0 \(.*scale\) was overwritten"):
+            tape.backward(loss)
+    tape = wp.Tape()  # writing an array nobody read afterwards is fine, as is writing after backward
+    with tape:
+        wp.launch(scale, dim=4, inputs=[x], outputs=[y])
+        wp.launch(total, dim=4, inputs=[y], outputs=[loss])
+    loss.zero_()
+    tape.backward(loss)
+    np.testing.assert_allclose(x.grad.numpy(), 4 * x.numpy() ** 3, rtol=1e-12)
+    x.assign(rng.uniform(1, 2, 4))
+
+
+_LAZY = """import WP as wp
+
+@wp.kernel(enable_backward=False)
+def nograd(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64)):
+    y[wp.tid()] = x[wp.tid()] * wp.float64(2.0)
+
+@wp.kernel
+def lazy(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64)):
+    y[wp.tid()] = x[wp.tid()] * wp.float64(3.0)
+
+@wp.kernel(enable_backward=True)
+def eager(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64)):
+    y[wp.tid()] = x[wp.tid()] * wp.float64(4.0)
+"""
+
+
+def test_enable_backward(rng):
+    mod = load_module(_LAZY, "tilewarp")
+    x = wp.array(rng.uniform(0, 1, 3), dtype=f64, requires_grad=True)
+    y = wp.zeros(3, dtype=f64, requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch(mod.nograd, dim=3, inputs=[x], outputs=[y])
+    with pytest.raises(wp.TapeError, match="'.*nograd' was built with enable_backward=False"):
+        tape.backward(grads={y: np.ones(3)})
+    built = lambda k: any(isinstance(key, tuple) and key[1:] == ("backward",) for key in k._compiled)
+    with wp.Tape() as tape:  # default: the forward launch builds no backward, the first backward does
+        wp.launch(mod.lazy, dim=3, inputs=[x], outputs=[y])
+        wp.launch(mod.eager, dim=3, inputs=[x], outputs=[y])
+    assert not built(mod.lazy) and built(mod.eager)
+    tape.backward(grads={y: np.ones(3)})
+    assert built(mod.lazy)
+    np.testing.assert_allclose(x.grad.numpy(), [7.0] * 3)

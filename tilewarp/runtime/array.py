@@ -20,10 +20,11 @@ from .device import get_device
 class _Allocation:
     """Frees device memory when the last array viewing it goes away."""
 
-    __slots__ = ("backend", "ptr", "__weakref__")
+    __slots__ = ("backend", "ptr", "writes", "__weakref__")
 
     def __init__(self, backend, nbytes):
         self.backend, self.ptr = backend, backend.alloc(max(nbytes, 1))
+        self.writes = 0  # version counter of the memory (array.version)
 
     def __del__(self):
         try:
@@ -280,6 +281,7 @@ class array:
         self._write_host(np.ascontiguousarray(values))
 
     def _write_host(self, values: np.ndarray):
+        self._bump_version()
         if self.is_contiguous:
             self.device.backend.copy_htod(self.ptr, values.ctypes.data, values.nbytes)
         elif self.device.is_cpu:
@@ -300,12 +302,26 @@ class array:
         v = structs.to_numpy(value, self.dtype).reshape(()) if T.is_struct(self.dtype) else np.asarray(
             value.numpy() if hasattr(value, "numpy") else value, dtype=self._np_dtype())
         if self.is_contiguous and not np.ascontiguousarray(v).reshape(-1).view(np.uint8).any():  # zero bytes: memset
+            self._bump_version()
             self.device.backend.memset(self.ptr, 0, self.capacity)
             return
         self._write_host(np.ascontiguousarray(np.broadcast_to(v, self._full_shape())))
 
     def zero_(self):
         self.fill_(0)
+
+    # ---- version counter (beyond Warp: a Tape detects inputs overwritten after their launch) ----
+
+    @property
+    def version(self) -> int:
+        """Bumped by every write to the memory this array views (launch outputs, assign, fill_,
+        copies); views of one allocation share it."""
+        memory = self._owner if self._owner is not None else self
+        return getattr(memory, "writes", 0)
+
+    def _bump_version(self):
+        memory = self._owner if self._owner is not None else self
+        memory.writes = getattr(memory, "writes", 0) + 1
 
     def to(self, device):
         device = get_device(device)
@@ -342,6 +358,7 @@ class array:
 
 def _strided_copy(dst: array, src: array):
     """Elementwise copy between arrays of one shape and dtype, any strides, same or other device."""
+    dst._bump_version()
     if dst.is_contiguous and src.is_contiguous:
         n = src.capacity
         if dst.device.is_cpu and src.device.is_cpu:

@@ -192,8 +192,8 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     """Run ``kernel`` over ``dim`` threads (Warp's signature and defaults)."""
     if adjoint:
         return launch_adjoint(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device, stream, block_dim)
-    if record_tape and tape_state.active is not None:
-        tape_state.active.record_launch(kernel, dim, inputs, outputs, device, block_dim)
+    if tape_state.tracking and not record_cmd:  # a Tape is in use: versions and recording
+        return _launch_tracked(kernel, dim, inputs, outputs, device, stream, record_tape, max_blocks, block_dim)
     if stream is not None:  # the stream decides the device; issue there instead of the current stream
         from .stream import on_stream
 
@@ -227,6 +227,27 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
         else:
             device.backend.launch(compiled.handle, ctypes.addressof(args), size, block_dim)
     return None
+
+
+def _launch_tracked(kernel, dim, inputs, outputs, device, stream, record_tape, max_blocks, block_dim):
+    """A launch while Tapes are in use: bump the versions of the arrays it writes, and record it
+    (with the versions of the arrays it read) on the active tape."""
+    from ..autodiff.access import param_access
+
+    tape_state.tracking = False  # the launch itself takes the plain path
+    try:
+        launch(kernel, dim, inputs, outputs, device=device, stream=stream, max_blocks=max_blocks,
+               block_dim=block_dim)
+    finally:
+        tape_state.tracking = True
+    values = [*inputs, *outputs]
+    read, written = param_access(kernel.specialization_for(values).ir)
+    for k in written:
+        for a in tape_state.arrays_in(values[k]):
+            a._bump_version()
+    if record_tape and tape_state.active is not None:
+        versions = [(a, a.version) for k in read for a in tape_state.arrays_in(values[k])]
+        tape_state.active.record_launch(kernel, dim, inputs, outputs, device, block_dim, versions)
 
 
 def launch_adjoint(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device=None, stream=None,
