@@ -7,6 +7,8 @@
 #include "core/quat.h"
 #include "core/transform.h"
 #include "core/spatial.h"
+#include "core/linalg.h"
+#include "core/frames.h"
 #include "core/struct.h"
 #include "runtime/launch.h"
 #include "runtime/array.h"
