@@ -132,5 +132,35 @@ def gradcheck(function, dim=None, inputs=None, outputs=None, *, eps=1e-4, atol=1
     return ok
 
 
+def gradcheck_tape(tape, *, eps=1e-4, atol=1e-3, rtol=1e-2, raise_exception=True, input_output_masks=None,
+                   blacklist_kernels=None, whitelist_kernels=None, max_inputs_per_var=-1, max_outputs_per_var=-1,
+                   plot_relative_error=False, plot_absolute_error=False, show_summary=True) -> bool:
+    """``gradcheck`` on every launch recorded on ``tape`` (each with the arguments it was recorded
+    with); the arrays end as they were, versions included, so ``tape.backward`` still works."""
+    from .tape import _Launch
+
+    ok = True
+    for entry in tape.launches:
+        if not isinstance(entry, _Launch):
+            continue
+        name = entry.kernel.key
+        if (blacklist_kernels and name in blacklist_kernels) or (whitelist_kernels and name not in whitelist_kernels):
+            continue
+        mask = (input_output_masks or {}).get(name)
+        arrays = [v for v in (*entry.inputs, *entry.outputs) if isinstance(v, array)]
+        saved = [(a, np.array(a.numpy()), a.version) for a in arrays]
+        try:
+            ok = gradcheck(entry.kernel, entry.dim, entry.inputs, entry.outputs, eps=eps, atol=atol, rtol=rtol,
+                           raise_exception=raise_exception, input_output_mask=mask, device=entry.device,
+                           block_dim=entry.block_dim, max_inputs_per_var=max_inputs_per_var,
+                           max_outputs_per_var=max_outputs_per_var, show_summary=show_summary) and ok
+        finally:
+            for a, values, version in saved:  # an in-place launch changed what it read: put it back
+                a.assign(values)
+                memory = a._owner if a._owner is not None else a
+                memory.writes = version
+    return ok
+
+
 def _name(names, k) -> str:
     return names[k] if k < len(names) else f"#{k}"

@@ -235,3 +235,28 @@ def test_enable_backward(rng):
     tape.backward(grads={y: np.ones(3)})
     assert built(mod.lazy)
     np.testing.assert_allclose(x.grad.numpy(), [7.0] * 3)
+
+
+def test_gradcheck_tape_and_failure_report(rng, capsys):
+    tape, x0, x1, loss = _chain("cpu", rng.uniform(-1, 1, 4))
+    assert wp.autograd.gradcheck_tape(tape, eps=1e-6, atol=1e-6, rtol=1e-6, raise_exception=False, show_summary=False)
+    tape.backward(loss)  # the checks left the tape's arrays (and their versions) as they were
+    v = x0.numpy()
+    np.testing.assert_allclose(x0.grad.numpy(), 2 * (v * v + np.sin(v)) * (2 * v + np.cos(v)), rtol=1e-12)
+    # a wrong adjoint is reported, not accepted: compare against finite differences of another kernel
+    x, y = wp.array(v, dtype=f64), wp.zeros(4, dtype=f64)
+    fd = wp.autograd.jacobian_fd(scale, 4, [x], [y], eps=1e-6)[(0, 0)]
+    ad = wp.autograd.jacobian(step, 4, [x], [y])[(0, 0)]
+    assert not np.allclose(fd, ad)
+    with pytest.raises(ValueError, match="gradcheck failed"):
+        _mismatch(x, y)
+
+
+def _mismatch(x, y):
+    """gradcheck of a kernel whose adjoint is replaced by another's: must fail loudly."""
+    original = wp.autograd.jacobian
+    try:
+        wp.autograd.jacobian = lambda k, *a, **kw: original(step, *a, **kw)
+        wp.autograd.gradcheck(scale, 4, [x], [y], eps=1e-6, atol=1e-6, rtol=1e-6, show_summary=False)
+    finally:
+        wp.autograd.jacobian = original
