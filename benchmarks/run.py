@@ -2,7 +2,7 @@
 
 Timing: host clock around N launches followed by synchronize, median of repeats, warm-up
 excluded (the method of ../shared/bench/anchors.py). Usage:
-    python -m benchmarks [--device cpu|cuda:0] [--quick] [--only integrate,launch,compile]
+    python -m benchmarks [--device cpu|cuda:0] [--quick] [--only integrate,bounce,launch,compile,backward]
 """
 from __future__ import annotations
 
@@ -44,6 +44,21 @@ INTEGRATE = textwrap.dedent('''
                 vi = wp.vec3(vi[0], -0.5 * vi[1], vi[2])
         x[i] = xi
         v[i] = vi
+
+    @wp.kernel
+    def bounce_out(x: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3), dt: float, n_sub: int,
+                   x_out: wp.array(dtype=wp.vec3), v_out: wp.array(dtype=wp.vec3)):
+        i = wp.tid()
+        xi = x[i]
+        vi = v[i]
+        for s in range(n_sub):
+            vi = vi + accel(vi, 0.1) * dt
+            xi = xi + vi * dt
+            if xi[1] < 0.0:
+                xi = wp.vec3(xi[0], 0.0, xi[2])
+                vi = wp.vec3(vi[0], -0.5 * vi[1], vi[2])
+        x_out[i] = xi
+        v_out[i] = vi
 
     @wp.kernel
     def noop(a: wp.array(dtype=float)):
@@ -104,6 +119,28 @@ def bench_launch(wp, k, device):
     return timeit(wp, lambda: wp.launch(k.noop, dim=1, inputs=[a], device=device), 2000)
 
 
+def bench_backward(wp, k, device, n, on_gpu):
+    """Tape.backward of one recorded bounce_out launch over n particles (its dynamic loop is where
+    Warp's gradients are wrong; timed all the same), and the cost of a launch under a Tape."""
+    rng = np.random.default_rng(0)
+    x, v = (wp.array(rng.random((n, 3), dtype=np.float32), dtype=wp.vec3, device=device, requires_grad=True)
+            for _ in range(2))
+    xo, vo = (wp.zeros(n, dtype=wp.vec3, device=device, requires_grad=True) for _ in range(2))
+    tape = wp.Tape()
+    with tape:
+        wp.launch(k.bounce_out, dim=n, inputs=[x, v, 1e-3, 4], outputs=[xo, vo], device=device)
+    xo.grad.fill_(1.0)
+    s = timeit(wp, lambda: tape.backward(), 10 if on_gpu else 3)
+    a = wp.zeros(1, dtype=float, device=device)
+
+    def under_tape():
+        with wp.Tape():
+            for _ in range(100):
+                wp.launch(k.noop, dim=1, inputs=[a], device=device)
+
+    return (s, n * 96), timeit(wp, under_tape, 20) / 100
+
+
 COMPILE_SCRIPT = textwrap.dedent('''
     import os, sys, time
     t0 = time.perf_counter()
@@ -152,7 +189,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default=None)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", default="integrate,bounce,launch,compile")
+    ap.add_argument("--only", default="integrate,bounce,launch,compile,backward")
     ap.add_argument("--modules", default="tilewarp,warp")
     args = ap.parse_args()
     only = set(args.only.split(","))
@@ -179,6 +216,8 @@ def main():
             r["launch"] = bench_launch(wp, k, device)
         if "compile" in only:
             r["compile"] = bench_compile(m, device)
+        if "backward" in only:
+            r["backward"], r["tape_launch"] = bench_backward(wp, k, device, n, on_gpu)
     report(results, modules, device)
 
 
@@ -193,7 +232,8 @@ def report(results, modules, device):
         ratio = f"{b / a:.2f}x" if a and b else "-"
         print(f"{name:<34}{fa:>14}{fb:>14}{ratio:>8}  {note}")
 
-    for key, label in (("integrate", "SIMT integrate (anchors kernel)"), ("bounce", "SIMT bounce (issue kernel)")):
+    for key, label in (("integrate", "SIMT integrate (anchors kernel)"), ("bounce", "SIMT bounce (issue kernel)"),
+                       ("backward", "Tape.backward of bounce_out")):
         if key in tw or key in ref:
             (a, nbytes) = tw.get(key, (None, 0))
             (b, _) = ref.get(key, (None, 0))
@@ -205,6 +245,8 @@ def report(results, modules, device):
             line(label, a, b, note=note)
     if "launch" in tw or "launch" in ref:
         line("launch overhead (1-thread kernel)", tw.get("launch"), ref.get("launch"), "us", 1e6)
+    if "tape_launch" in tw or "tape_launch" in ref:
+        line("launch under a Tape (1 thread)", tw.get("tape_launch"), ref.get("tape_launch"), "us", 1e6)
     if "compile" in tw or "compile" in ref:
         a, b = tw.get("compile", (None, None)), ref.get("compile", (None, None))
         line("cold compile + first launch", a[0], b[0], "s", 1)

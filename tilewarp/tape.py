@@ -64,11 +64,10 @@ class Tape:
 
     def backward(self, loss=None, grads=None):
         """Gradients of ``loss`` (a one-element array; its gradient is seeded with 1) or of the
-        outputs in ``grads`` ({array: seed gradient}) with respect to every recorded array."""
+        outputs in ``grads`` ({array: seed gradient}) with respect to every recorded array; with
+        neither, the outputs' ``.grad`` as they are seed the pass (as in Warp)."""
         from .runtime.launch import launch_adjoint
 
-        if loss is None and not grads:
-            raise TapeError("Tape.backward() needs a loss array or grads={array: seed}")
         if loss is not None:
             self._seed_loss(loss)
         for a, g in (grads or {}).items():

@@ -22,16 +22,30 @@ template <typename H, typename... Ts> TW_FUNC void adj_accum(tuple_t<H, Ts...>& 
 // rebuilt once per parent segment, so up to CAP^LEVELS iterations cost about LEVELS extra
 // forward passes; beyond that the last level replays from its nearest checkpoint.
 template <typename S, int CAP, int LEVELS> struct rewind_t {
-    S buf[LEVELS][CAP];
+    union storage_t {  // left uninitialised: a thread fills only the slots its loop uses
+        S buf[LEVELS][CAP];
+        TW_FUNC storage_t() {}
+    } st;
     int64_t lo[LEVELS], hi[LEVELS], stride[LEVELS];
     int64_t n;
     int built;  // levels [0, built) hold valid checkpoints
     S entry;
 
-    TW_FUNC void begin(int64_t count, const S& state_at_entry) {
-        n = count;
+    // The replay records the first CAP states as it goes; a loop that ends within them needs no
+    // recomputation at all in the reverse pass.
+    TW_FUNC void start(const S& state_at_entry) {
         entry = state_at_entry;
         built = 0;
+    }
+    TW_FUNC void record(const S& state, int64_t m) {
+        if (m < CAP) st.buf[0][m] = state;
+    }
+    TW_FUNC void finish(int64_t count) {
+        n = count;
+        built = count <= CAP ? 1 : 0;
+        lo[0] = 0;
+        hi[0] = count;
+        stride[0] = 1;
     }
 
     // Leave the live variables (through set) holding the state at the start of iteration j.
@@ -41,11 +55,11 @@ template <typename S, int CAP, int LEVELS> struct rewind_t {
             if (l >= built || j < lo[l] || j >= hi[l]) build(l, j, get, set, step);
             int64_t k = (j - lo[l]) / stride[l];
             if (stride[l] == 1) {
-                set(buf[l][k]);
+                set(st.buf[l][k]);
                 return;
             }
             if (l == LEVELS - 1) {
-                set(buf[l][k]);
+                set(st.buf[l][k]);
                 for (int64_t m = lo[l] + k * stride[l]; m < j; ++m) step(m);
                 return;
             }
@@ -62,13 +76,13 @@ template <typename S, int CAP, int LEVELS> struct rewind_t {
             int64_t k = (j - lo[l - 1]) / stride[l - 1];
             lo[l] = lo[l - 1] + k * stride[l - 1];
             hi[l] = lo[l] + stride[l - 1] < hi[l - 1] ? lo[l] + stride[l - 1] : hi[l - 1];
-            set(buf[l - 1][k]);
+            set(st.buf[l - 1][k]);
         }
         int64_t len = hi[l] - lo[l];
         stride[l] = (len + CAP - 1) / CAP;
         int64_t last = lo[l] + ((len - 1) / stride[l]) * stride[l];  // the last checkpoint taken
         for (int64_t m = lo[l];; ++m) {
-            if ((m - lo[l]) % stride[l] == 0) buf[l][(m - lo[l]) / stride[l]] = get();
+            if ((m - lo[l]) % stride[l] == 0) st.buf[l][(m - lo[l]) / stride[l]] = get();
             if (m == last) break;
             step(m);
         }

@@ -59,9 +59,10 @@ class AdjointPrinter:
             if isinstance(s, (ir.For, ir.While)):
                 k = self.loop_ids.setdefault(id(s), len(self.loop_ids))
                 members = " ".join(f"{cpp_type(c.type)} m{i};" for i, c in enumerate(s.carried))
-                self.line(f"struct L{k}_state {{ {members} }};")
-                self.line(f"L{k}_state L{k}_entry{{}};")
                 self.line(f"int64_t L{k}_n = 0;")
+                if s.carried:
+                    self.line(f"struct L{k}_state {{ {members} }};")
+                    self.line(f"tw::rewind_t<L{k}_state, {REWIND_CAP}, {REWIND_LEVELS}> L{k}_rewind;")
 
     def body(self):
         self.replay(self.prep.body)
@@ -154,11 +155,18 @@ class AdjointPrinter:
         self.line(f"    if (!{ref(s.cond)}) break;")
         self.iteration(s, k, reset, ends)
 
+    @staticmethod
+    def state(s, k) -> str:
+        return f"L{k}_state{{{', '.join(names.value(c) for c in s.carried)}}}"
+
     def save_entry(self, s, k):
-        self.line(f"L{k}_entry = L{k}_state{{{', '.join(names.value(c) for c in s.carried)}}};")
+        if s.carried:
+            self.line(f"L{k}_rewind.start({self.state(s, k)});")
         self.line(f"L{k}_n = 0;")
 
     def iteration(self, s, k, reset, ends):
+        if s.carried:
+            self.line(f"    L{k}_rewind.record({self.state(s, k)}, L{k}_n);")
         if reset:
             self.line(f"    {reset}")
         self.nested(self.replay, s.body)
@@ -166,6 +174,8 @@ class AdjointPrinter:
         if ends:
             self.line(f"    if ({' || '.join(names.value(f) for f in ends)}) break;")
         self.line("}")
+        if s.carried:
+            self.line(f"L{k}_rewind.finish(L{k}_n);")
 
     # ---- reverse ----------------------------------------------------------------------------------
 
@@ -270,8 +280,6 @@ class AdjointPrinter:
             sets = " ".join(f"{names.value(c)} = st.m{i};" for i, c in enumerate(s.carried))
             self.line(f"auto L{k}_get = [&]() {{ return L{k}_state{{{state}}}; }};")
             self.line(f"auto L{k}_set = [&](const L{k}_state& st) {{ {sets} }};")
-            self.line(f"tw::rewind_t<L{k}_state, {REWIND_CAP}, {REWIND_LEVELS}> L{k}_rewind;")
-            self.line(f"L{k}_rewind.begin(L{k}_n, L{k}_entry);")
         self.line(f"for (int64_t L{k}_j = L{k}_n - 1; L{k}_j >= 0; --L{k}_j) {{")
         if s.carried:
             self.line(f"    L{k}_rewind.restore(L{k}_j, L{k}_get, L{k}_set, L{k}_step);")
@@ -279,7 +287,7 @@ class AdjointPrinter:
         self.nested(self.reverse, s.body)
         self.line("}")
         if s.carried:  # the carried values as they entered the loop, for what precedes it
-            self.line(f"L{k}_set(L{k}_entry);")
+            self.line(f"L{k}_set(L{k}_rewind.entry);")
         self.depth -= 1
         self.line("}")
 
