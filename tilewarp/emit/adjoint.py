@@ -308,7 +308,8 @@ def emit_backward_module(kernel: ir.Function, backward: ir.Function) -> str:
     out += structs.definitions([*callees, kernel])
     out += ["}  // namespace", "", "namespace tw {"]
     for t in structs.in_dependency_order(_struct_types([*callees, kernel])):
-        fields = [f for f, ft in t._tw_fields_.items() if carries_gradient(ft) and not T.is_array(ft)]
+        fields = [structs.cpp_field(f) for f, ft in t._tw_fields_.items()
+                  if carries_gradient(ft) and not T.is_array(ft)]
         body = " ".join(f"adj_accum(adj.{f}, g.{f});" for f in fields)
         out.append(f"TW_FUNC void adj_accum({t._cpp_}& adj, const {t._cpp_}& g) {{ {body} }}")
     out += ["}  // namespace tw", "", "namespace {", ""]
