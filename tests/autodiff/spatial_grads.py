@@ -10,7 +10,7 @@ be wrong there), and float32 (or float16) gradients against float64 ones.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
@@ -78,6 +78,7 @@ class Case:
     body: str  # lines using x0, x1, ... and writing out0[i], ...
     warp_wrong: str = ""  # why warp-lang's gradient is not the reference here (empty: compare)
     warp_f32_only: bool = False  # Warp 1.19 has it in float32 only: compare with Warp in float32
+    gens: dict = field(default_factory=dict)  # input index -> generator(rng, n) replacing its kind's
 
     @property
     def kinds(self):
@@ -123,7 +124,7 @@ class Modules:
 
 
 def input_data(case, rng, n=N):
-    return [KINDS[kind][1](rng, n) for kind in case.kinds]
+    return [case.gens.get(k, KINDS[kind][1])(rng, n) for k, kind in enumerate(case.kinds)]
 
 
 def _dtype(wp, prec, kind):
