@@ -132,13 +132,13 @@ def test_gradient_matches_derivative(case, device, rng):
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
-def test_gradcheck(case, rng):
+def test_gradcheck(case, device, rng):
     wp = MODS[0].wp
     autograd = importlib.import_module("tilewarp.autograd")
-    xs = [wp.array(x, dtype=wp.float64, requires_grad=True) for x in inputs_for(case, rng, 16)]
-    out = wp.zeros(16, dtype=wp.float64, requires_grad=True)
+    xs = [wp.array(x, dtype=wp.float64, device=device, requires_grad=True) for x in inputs_for(case, rng, 16)]
+    out = wp.zeros(16, dtype=wp.float64, device=device, requires_grad=True)
     assert autograd.gradcheck(getattr(MODS[0], f"k_{case.name}"), dim=16, inputs=xs, outputs=[out], eps=1e-6,
-                              atol=1e-6, rtol=1e-5, raise_exception=False, device="cpu", show_summary=False)
+                              atol=1e-6, rtol=1e-5, raise_exception=False, device=device, show_summary=False)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)

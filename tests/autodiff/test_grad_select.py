@@ -142,11 +142,11 @@ def test_where_int_condition_and_literal_branch(device, rng):
     np.testing.assert_allclose(gb, adj_out * np.where(c != 0, a, 1.0), rtol=1e-15)
     autograd = importlib.import_module("tilewarp.autograd")
     wp = MODS[0].wp
-    ins = [wp.array(c, dtype=wp.int32), wp.array(a, dtype=wp.float64, requires_grad=True),
-           wp.array(b, dtype=wp.float64, requires_grad=True)]
-    out = wp.zeros(N, dtype=wp.float64, requires_grad=True)
+    ins = [wp.array(c, dtype=wp.int32, device=device)]
+    ins += [wp.array(v, dtype=wp.float64, device=device, requires_grad=True) for v in (a, b)]
+    out = wp.zeros(N, dtype=wp.float64, device=device, requires_grad=True)
     assert autograd.gradcheck(MODS[0].where_int_cond, dim=N, inputs=ins, outputs=[out], eps=1e-6, atol=1e-6,
-                              rtol=1e-5, raise_exception=False, device="cpu", show_summary=False)
+                              rtol=1e-5, raise_exception=False, device=device, show_summary=False)
 
 
 def test_untaken_branch_adds_no_nan(device):
