@@ -1,6 +1,7 @@
-"""Gradients of the factorisations (svd3, svd2, qr3, eig3, inverse_approx; native/core/linalg.h) and
+"""Gradients of the factorisations (svd3, svd2, qr3, eig3, inverse_approx; native/core/linalg.h),
 the rotation / frame helpers (quat_from/to_euler, quat_to_rpy, quat_twist*, velocity_at_point,
-transform_from_matrix/compose/decompose/set_*; native/core/frames.h) through kernels.
+transform_from_matrix/compose/decompose/set_*; native/core/frames.h) and the scalar extras (erf,
+erfc, erfinv, erfcinv, copysign, div_approx in every form; native/core/special.h) through kernels.
 
 Each case runs ``wp.autograd.gradcheck`` in float64 and is compared with warp-lang's gradients for
 the same random output adjoints (in float32 where Warp has the function only in float32).
@@ -79,6 +80,22 @@ CASES = [
     Case("transform_set", "t v3 q", "t t", SETTERS,
          warp_wrong="Warp 1.19's in-place setters also pass the overwritten part's adjoint back to the "
                     "original"),
+]
+DIV_APPROX = """out0[i] = wp.div_approx(x0, x1)
+out1[i] = wp.div_approx(x2, x1)
+out2[i] = wp.div_approx(x1, x2)
+out3[i] = wp.div_approx(x3, x1)
+out4[i] = wp.div_approx(x1, x3)
+out5[i] = wp.div_approx(x4, x1)"""
+
+CASES += [
+    Case("erf_family", "s s", "s s s s",
+         "out0[i] = wp.erf(x0)\nout1[i] = wp.erfc(x0)\nout2[i] = wp.erfinv(x1)\n"
+         "out3[i] = wp.erfcinv(x1 + _F_(1.0))", gens={1: lambda rng, n: rng.uniform(-0.9, 0.9, n)}),
+    Case("copysign", "s s", "s", "out0[i] = wp.copysign(x0, x1)"),
+    Case("div_approx", "s pos v3 m33 qn", "s v3 v3 m33 m33 q", DIV_APPROX,
+         gens={2: lambda rng, n: rng.uniform(0.5, 2, (n, 3)),
+               3: lambda rng, n: rng.uniform(0.5, 2, (n, 3, 3))}),
 ]
 BY_NAME = {c.name: c for c in CASES}
 MODS = Modules(CASES)

@@ -1,3 +1,4 @@
 """The builtin tables; importing this package registers every entry."""
-from . import array, control, frames, linalg, operators, random, scalar, spatial, struct, vector  # noqa: F401
+from . import (  # noqa: F401
+    array, control, frames, linalg, operators, random, scalar, spatial, special, struct, vector)
 from .registry import REGISTRY, Builtin, BuiltinTypeError, lookup  # noqa: F401
