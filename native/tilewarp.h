@@ -13,6 +13,7 @@
 #include "core/struct.h"
 #include "runtime/launch.h"
 #include "runtime/array.h"
+#include "runtime/slice.h"
 #include "runtime/atomic.h"
 #include "core/random.h"
 #include "core/tuple.h"

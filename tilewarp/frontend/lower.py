@@ -285,9 +285,11 @@ class Lowerer:
         return self.assign(ir.Call(REGISTRY["tuple_get"], (value,), (i,)), t, node)
 
     def visit_Subscript(self, node):
+        from .slices import has_slice, lower_slice
+
+        if has_slice(node):  # a[1:3], a[i, ::2]: a view
+            return lower_slice(self, node)
         base = self.value(node.value)
-        if isinstance(node.slice, ast.Slice):
-            raise KernelSyntaxError("slicing is not supported inside kernels", self.src.loc(node))
         if isinstance(base.type, T.TupleType):
             i = self.value(node.slice)
             n = len(base.type.types)

@@ -117,8 +117,10 @@ def place(lw, node) -> _Place:
                 return part
         raise KernelTypeError(f"cannot assign attribute '{node.attr}' of a {T.type_name(t)} value", loc)
     if isinstance(node, ast.Subscript):
-        if isinstance(node.slice, ast.Slice):
-            raise KernelSyntaxError("slicing is not supported inside kernels", loc)
+        from .slices import has_slice, lower_slice
+
+        if has_slice(node):  # a[1:3][0] = x: writes through the view
+            return _Temporary(lw, node, lower_slice(lw, node))
         parent = place(lw, node.value)
         base = parent.get()
         index_nodes = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
