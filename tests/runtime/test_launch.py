@@ -276,10 +276,10 @@ def test_launch_of_non_kernel():
         wp.launch(lambda: None, dim=1)
 
 
-def test_adjoint_launch_not_available_yet():
+def test_adjoint_launch_checks_its_gradient_arrays():
     a, v = fresh()
-    with pytest.raises(wp.TileWarpError):
-        wp.launch(fill_all, dim=4, inputs=[a, v, 1.0, 1], adjoint=True)
+    with pytest.raises(wp.LaunchError, match="adj_inputs has 5 entries for 4 parameters"):
+        wp.launch(fill_all, dim=4, inputs=[a, v, 1.0, 1], adj_inputs=[None] * 5, adjoint=True)
 
 
 # ---- launch dimensions ------------------------------------------------------------------------------------

@@ -156,10 +156,11 @@ def array_interface(a: array) -> dict:
 class _Imported:
     """Owns an imported DLManagedTensor: calls the producer's deleter when the arrays go away."""
 
-    __slots__ = ("managed", "__weakref__")
+    __slots__ = ("managed", "writes", "__weakref__")
 
     def __init__(self, managed):
         self.managed = managed
+        self.writes = 0  # version counter of the memory (array.version)
 
     def __del__(self):
         m = self.managed
