@@ -258,3 +258,20 @@ def _mismatch(x, y):
         wp.autograd.gradcheck(scale, 4, [x], [y], eps=1e-6, atol=1e-6, rtol=1e-6, show_summary=False)
     finally:
         wp.autograd.jacobian = original
+
+
+@wp.kernel
+def extremes(v: wp.array(dtype=wp.vec3d), out: wp.array(dtype=f64)):
+    i = wp.tid()
+    out[i] = wp.min(v[i]) * f64(2.0) + wp.max(v[i])
+
+
+def test_vector_min_max_reductions(device, rng):
+    """wp.min(v) / wp.max(v): a vector's smallest / largest component, and their gradients."""
+    a = rng.uniform(-1, 1, (6, 3))
+    v = wp.array(a, dtype=wp.vec3d, device=device)
+    out = wp.zeros(6, dtype=f64, device=device)
+    wp.launch(extremes, dim=6, inputs=[v], outputs=[out], device=device)
+    np.testing.assert_allclose(out.numpy(), 2 * a.min(1) + a.max(1))
+    assert wp.autograd.gradcheck(extremes, dim=6, inputs=[v], outputs=[out], eps=1e-6, atol=1e-6, rtol=1e-6,
+                                 raise_exception=False, show_summary=False, device=device)

@@ -14,6 +14,16 @@ _any1 = arity(1)(numeric(vectors=True))
 _any2 = arity(2)(numeric(vectors=True))
 
 
+@arity((1, 2))
+def _min_max(args, template):
+    """``min(a, b)`` elementwise, or ``min(v)``: the smallest component of a vector (as Warp)."""
+    if len(args) == 1:
+        if not T.is_vector(args[0]):
+            fail(f"with one argument takes a vector, got ({names(args)})")
+        return T.scalar_of(args[0])
+    return _any2(args, template)
+
+
 def _math1(name, host=None, differentiable=True):
     return Builtin(name, _float1, f"tw::{name}", adjoint=f"tw::adj_{name}" if differentiable else None,
                    differentiable=differentiable, host=host)
@@ -46,8 +56,8 @@ register(
             adjoint_emit=lambda a, adj, adj_ret, t: f"tw::adj_cast<{t[0]._cpp_}>({a[0]}, {adj[0]}, {adj_ret})"),
     Builtin("abs", _any1, "tw::abs", adjoint="tw::adj_abs", host=abs),
     Builtin("sign", _any1, "tw::sign", differentiable=False, host=lambda x: float(np.sign(x))),
-    Builtin("min", _any2, "tw::min", adjoint="tw::adj_min", host=min),
-    Builtin("max", _any2, "tw::max", adjoint="tw::adj_max", host=max),
+    Builtin("min", _min_max, "tw::min", adjoint="tw::adj_min", host=min),
+    Builtin("max", _min_max, "tw::max", adjoint="tw::adj_max", host=max),
     Builtin("clamp", _clamp, "tw::clamp", adjoint="tw::adj_clamp", host=lambda x, a, b: min(max(x, a), b)),
     Builtin("atan2", _float2, "tw::atan2", adjoint="tw::adj_atan2", host=math.atan2),
     Builtin("lerp", _lerp, "tw::lerp", adjoint="tw::adj_lerp", host=lambda a, b, t: a * (1 - t) + b * t),
