@@ -14,6 +14,7 @@
 #include "runtime/launch.h"
 #include "runtime/array.h"
 #include "runtime/slice.h"
+#include "runtime/local_array.h"
 #include "runtime/atomic.h"
 #include "core/random.h"
 #include "core/tuple.h"

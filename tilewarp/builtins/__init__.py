@@ -1,4 +1,5 @@
 """The builtin tables; importing this package registers every entry."""
 from . import (  # noqa: F401
-    array, control, frames, linalg, operators, random, scalar, slicing, spatial, special, struct, vector)
+    array, control, frames, linalg, local, operators, random, scalar, slicing, spatial, special, struct,
+    vector)
 from .registry import REGISTRY, Builtin, BuiltinTypeError, lookup  # noqa: F401

@@ -39,6 +39,9 @@ class Builtin:
     # the first argument is a local variable updated with the result and the call has no value,
     # e.g. ``wp.transform_set_translation(xform, p)``
     in_place: bool = False
+    # (template) -> C++ declaration of a buffer the call uses, which the emitter places once at the
+    # top of the function (the storage of ``wp.zeros`` local arrays)
+    storage: Callable | None = None
 
     def __call__(self, *args):
         if self.host is None:

@@ -56,6 +56,9 @@ class AdjointPrinter:
         for v in self.prep.values:
             self.line(f"{cpp_type(v.type)} {adj(v)}{{}};")
         for s in ir.walk(self.prep.body):
+            if isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and s.op.builtin.storage is not None:
+                raise AutodiffError("wp.zeros() local arrays have no gradient yet: the backward pass cannot "
+                                    "replay their stores (launch with enable_backward=False)", s.loc)
             if isinstance(s, (ir.For, ir.While)):
                 k = self.loop_ids.setdefault(id(s), len(self.loop_ids))
                 members = " ".join(f"{cpp_type(c.type)} m{i};" for i, c in enumerate(s.carried))

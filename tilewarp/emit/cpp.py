@@ -115,6 +115,9 @@ class _Printer:
     def declarations(self):
         for v in self.fn.values:
             self.line(f"{cpp_type(v.type)} {names.value(v)}{{}};")
+        for s in ir.walk(self.fn.body):  # buffers of wp.zeros local arrays, one per call site
+            if isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and s.op.builtin.storage is not None:
+                self.line(s.op.builtin.storage(s.op.template) + ";")
 
     def function(self) -> list:
         f = self.fn

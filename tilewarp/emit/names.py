@@ -13,6 +13,11 @@ def adjoint(v) -> str:
     return "adj_" + value(v)
 
 
+def local_buffer(site: int) -> str:
+    """The buffer behind the ``wp.zeros`` local array of call site ``site``."""
+    return f"local{site}"
+
+
 def adjoint_function(symbol: str) -> str:
     return f"adj_{symbol}"
 

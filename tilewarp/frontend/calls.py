@@ -50,8 +50,18 @@ def lower_call(lw, node: ast.Call):
         func = REGISTRY_LOOKUP(PY_BUILTINS[func])
     if isinstance(func, Builtin):
         return _builtin(lw, func, node)
+    if func is _host_zeros():  # wp.zeros(shape, dtype) in a kernel: a fixed-size local array
+        from .local_arrays import local_zeros
+
+        return local_zeros(lw, node)
     raise KernelTypeError(f"cannot call {getattr(func, '__name__', type(func).__name__)!s} in kernel code: "
                           "only builtins, types and @wp.func functions", loc)
+
+
+def _host_zeros():
+    from ..runtime.array import zeros
+
+    return zeros
 
 
 def REGISTRY_LOOKUP(name):
