@@ -1,10 +1,13 @@
-"""Where a CUDA launch's host time goes: wp.launch through the native entry and through
-cuda.bindings, explicit streams, the raw entry with pre-packed arguments, and graph replay.
+"""Where a CUDA launch's host time goes, all variants in one run: wp.launch on each kind of stream,
+the native entry and cuda.bindings with pre-packed arguments, the Python share with the driver
+call stubbed, graph replay, and (``--floor``, on by default) the driver alone from a C loop
+(``cuda_launch_floor.py``: streams, parameter passing, kernels, queue depth, GPU drain rate).
 
-    python benchmarks/cuda_launch_bench.py [--device cuda:0] [--iters 2000]
+    python benchmarks/cuda_launch_bench.py [--device cuda:0] [--iters 2000] [--no-floor]
 
-Same timing method as ``python -m benchmarks``: host clock around N launches followed by a
-synchronize, median of 7 repeats, one warm-up round excluded.
+Same timing method as ``python -m benchmarks`` / anchors.py's sec_launch: host clock around N
+launches followed by a synchronize, median of 7 repeats, one warm-up round excluded ("total").
+"submit" rows stop the clock before the synchronize (host cost only, 200 launches).
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import tilewarp as wp  # noqa: E402
+from tilewarp.runtime.cuda import LaunchRec  # noqa: E402
 
 KERNEL = '''
 import tilewarp as wp
@@ -34,7 +38,7 @@ def bump(a: wp.array(dtype=float), b: wp.array(dtype=float), s: float, n: int):
 '''
 
 
-def timeit(fn, iters, repeats=7):
+def timeit(fn, iters, repeats=7, sync=True):
     fn()
     wp.synchronize()
     times = []
@@ -43,7 +47,8 @@ def timeit(fn, iters, repeats=7):
         t = time.perf_counter()
         for _ in range(iters):
             fn()
-        wp.synchronize()
+        if sync:
+            wp.synchronize()
         times.append((time.perf_counter() - t) / iters)
     return statistics.median(times) * 1e6
 
@@ -58,59 +63,98 @@ def load_kernels():
     return k
 
 
+def wp_rows(k, dev, dev_name, a, b, n):
+    """wp.launch as users call it (anchors.py's sec_launch is the first row)."""
+    noop = lambda: wp.launch(k.noop, dim=1, inputs=[a], device=dev)  # noqa: E731
+    rows = [("wp.launch noop (1 array)", timeit(noop, n)),
+            ("wp.launch noop, submit only (200, no sync)", timeit(noop, 200, sync=False)),
+            ("wp.launch noop, device as a string", timeit(
+                lambda: wp.launch(k.noop, dim=1, inputs=[a], device=dev_name), n)),
+            ("wp.launch 4 params", timeit(
+                lambda: wp.launch(k.bump, dim=1, inputs=[a, b, 1.0, 3], device=dev), n))]
+    if not dev.is_cuda:
+        return rows
+    backend = dev.backend
+    s = wp.Stream(dev)
+    rows.append(("wp.launch(stream=s)", timeit(lambda: wp.launch(k.noop, dim=1, inputs=[a], stream=s), n)))
+    streams = (("created non-blocking", backend.create_stream(blocking=False)), ("legacy NULL", 0),
+               ("per-thread default", 2))  # 2: CU_STREAM_PER_THREAD
+    for label, h in streams:
+        saved = backend.stream
+        backend.set_stream(h)
+        rows.append((f"wp.launch noop, current stream {label}", timeit(noop, n)))
+        backend.set_stream(saved)
+    compiled = k.noop.compiled(dev)
+    real, real_submit = backend.launch, compiled.submit
+    backend.launch = compiled.submit = lambda *x, **kw: None
+    rows.append(("wp.launch Python only (driver entry stubbed)", timeit(noop, n)))
+    backend.launch, compiled.submit = real, real_submit
+    with wp.ScopedCapture(dev) as cap:
+        for _ in range(100):
+            noop()
+    replay = timeit(lambda: wp.capture_launch(cap.graph), max(n // 100, 20)) / 100
+    rows.append(("graph replay, per captured launch", replay))
+    return rows
+
+
+def entry_rows(k, dev, a, n):
+    """The backend and driver entries with the arguments packed once."""
+    backend = dev.backend
+    compiled = k.noop.compiled(dev)
+    packed = compiled.packer.pack([a], dev, compiled.packer.bounds(1))
+    addr, h = ctypes.addressof(packed), compiled.handle
+    rows = [("backend.launch, pre-packed", timeit(lambda: backend.launch(h, addr, 1, 256), n))]
+    submit, packer = compiled.submit, compiled.packer
+    args = packer.pack_bytes([a], dev, packer.bounds_bytes(1)[1])
+    rows.append(("wp.launch's submit (native tw_cuda_submit), pre-packed bytes", timeit(
+        lambda: submit(args, 1, 256), n)))
+    if backend._submit is not None:
+        empty = packer.pack_bytes([a], dev, packer.bounds_bytes(0)[1])
+        rec = LaunchRec(int(backend._cufn[h]), backend._stream_slot_addr, 0, 256, backend._ctx_id)
+        rows.append(("tw_cuda_submit ctypes call only (0 tasks: no driver call)", timeit(
+            lambda: backend._submit(ctypes.addressof(rec), empty), n)))
+    if backend._native is not None:
+        rows.append(("tw_cuda_launch ctypes call only (n_tasks=0: no driver call)", timeit(
+            lambda: backend._native(h, addr, 0, 256), n)))
+        saved, backend._native = backend._native, None
+        rows.append(("wp.launch via cuda.bindings", timeit(
+            lambda: wp.launch(k.noop, dim=1, inputs=[a], device=dev), n)))
+        rows.append(("cuLaunchKernel bindings, pre-packed", timeit(
+            lambda: backend._launch_bindings(h, addr, 1, 256, 0, None), n)))
+        backend._native = saved
+    return rows, int(backend._cufn[h]), packed
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cuda:0")
     ap.add_argument("--iters", type=int, default=2000)
+    ap.add_argument("--no-floor", action="store_true", help="skip the C-loop driver measurements")
     args = ap.parse_args()
     wp.config.quiet = True
     k = load_kernels()
     dev = wp.get_device(args.device)
-    n = args.iters
     a = wp.zeros(1, dtype=float, device=dev)
     b = wp.zeros(1, dtype=float, device=dev)
-    rows = []
-    rows.append(("wp.launch noop (1 array)", timeit(lambda: wp.launch(k.noop, dim=1, inputs=[a], device=dev), n)))
-    rows.append(("wp.launch noop, device as a string", timeit(
-        lambda: wp.launch(k.noop, dim=1, inputs=[a], device=args.device), n)))
-    rows.append(("wp.launch 4 params", timeit(lambda: wp.launch(k.bump, dim=1, inputs=[a, b, 1.0, 3], device=dev), n)))
+    rows = wp_rows(k, dev, args.device, a, b, args.iters)
+    facts = []
     if dev.is_cuda:
-        backend = dev.backend
-        s = wp.Stream(dev)
-        rows.append(("wp.launch(stream=s)", timeit(lambda: wp.launch(k.noop, dim=1, inputs=[a], stream=s), n)))
-        compiled = k.noop.compiled(dev)
-        packed = compiled.packer.pack([a], dev, compiled.packer.bounds(1))
-        addr, h = ctypes.addressof(packed), compiled.handle
-        h_fn = h
-        rows.append(("backend.launch, pre-packed", timeit(lambda: backend.launch(h, addr, 1, 256), n)))
-        if backend._native is not None:
-            native = backend._native
-            rows.append(("tw_cuda_launch (ctypes floor)", timeit(lambda: native(h, addr, 1, 256), n)))
-            saved, backend._native = backend._native, None
-            rows.append(("wp.launch via cuda.bindings", timeit(
-                lambda: wp.launch(k.noop, dim=1, inputs=[a], device=dev), n)))
-            rows.append(("cuLaunchKernel bindings, pre-packed", timeit(
-                lambda: backend._launch_bindings(h, addr, 1, 256, 0, None), n)))
-            backend._native = saved
-        for label, h in (("legacy stream 0", 0), ("non-blocking stream", backend.create_stream(blocking=False))):
-            saved = backend.stream
-            backend.set_stream(h)
-            rows.append((f"backend.launch pre-packed, {label}", timeit(lambda: backend.launch(h_fn, addr, 1, 256), n)))
-            backend.set_stream(saved)
-        real = backend.launch
-        backend.launch = lambda *x, **kw: None
-        rows.append(("wp.launch Python only (no driver call)", timeit(
-            lambda: wp.launch(k.noop, dim=1, inputs=[a], device=dev), n)))
-        backend.launch = real
-        with wp.ScopedCapture(dev) as cap:
-            for _ in range(100):
-                wp.launch(k.noop, dim=1, inputs=[a], device=dev)
-        per = timeit(lambda: wp.capture_launch(cap.graph), max(n // 100, 20)) / 100
-        rows.append(("graph replay, per captured launch", per))
-    print(f"device: {dev} ({dev.name}), iters={n}, native entry: "
+        more, cufn, packed = entry_rows(k, dev, a, args.iters)
+        rows += more
+        if not args.no_floor:
+            from benchmarks.cuda_launch_floor import run as floor
+
+            floor_rows, facts = floor(dev, cufn, packed)
+            rows += [(name, tot if tot is not None else sub, sub if tot is not None else None)
+                     for name, sub, tot in floor_rows]
+    print(f"device: {dev} ({dev.name}), iters={args.iters}, native entry: "
           f"{'yes' if dev.is_cuda and dev.backend._native is not None else 'no'}")
-    for name, us in rows:
-        print(f"{name:<42s} {us:8.2f} us")
+    for fact in facts:
+        print(fact)
+    print(f"{'':<86s} {'total us':>9s} {'submit us':>9s}")
+    for name, us, *sub in rows:
+        extra = f" {sub[0]:9.2f}" if sub and sub[0] is not None else ""
+        print(f"{name:<86s} {us:9.2f}{extra}")
 
 
 if __name__ == "__main__":

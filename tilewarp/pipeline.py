@@ -22,6 +22,7 @@ class CompiledKernel:
     packer: ArgPacker
     source: str
     checks: object = None  # runtime.debug.DebugChecks in debug builds: the error slot and its sites
+    submit: object = None  # backend.launcher(handle), made by wp.launch on first use: its hot path
 
 
 def log(message: str) -> None:

@@ -119,6 +119,16 @@ class CpuBackend:
         if n_tasks > 0:
             launch(handle, args_ptr, n_tasks, self.min_parallel_tasks, block_dim)
 
+    def launcher(self, handle: int):
+        """wp.launch's entry for ``handle``: ``submit(args, n_tasks, block_dim)``, ``args`` being the
+        packed argument block as bytes (ctypes passes a pointer into it) and ``n_tasks`` > 0."""
+        launch = runtime_library().tw_cpu_launch_ex
+
+        def submit(args, n_tasks, block_dim):
+            launch(handle, args, n_tasks, self.min_parallel_tasks, block_dim)
+
+        return submit
+
     # ---- thread pool ----
     @property
     def num_threads(self) -> int:

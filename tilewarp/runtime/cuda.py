@@ -6,8 +6,9 @@ swaps it). Device->host copies and ``synchronize`` block, everything else is str
 Async kernel faults (illegal address, ...) are sticky in CUDA: they surface at the next blocking
 call as ``KernelFaultError``, naming the kernels launched since the last synchronisation.
 
-Launches go through a tiny native entry (native/runtime/cuda_launch.cpp) called by ctypes with
-four integers; cuda.bindings' ``cuLaunchKernel`` is the fallback when no host compiler exists.
+Launches go through a tiny native entry (native/runtime/cuda_launch.cpp) called by ctypes;
+cuda.bindings' ``cuLaunchKernel`` is the fallback when no host compiler exists. ``launcher`` gives
+wp.launch its per-kernel entry: two pointers per call (a launch record and the packed arguments).
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import os
 import threading
 from pathlib import Path
 
-from ..errors import CudaError, DeviceError
+from ..errors import CudaError, DeviceError, LaunchError
 
 _MAX_GRID_X = 2**31 - 1
 _tls = threading.local()        # .ctx: int handle of the context current on this thread
@@ -42,7 +43,7 @@ class CaptureError(CudaError, RuntimeError):
 class LaunchRec(ctypes.Structure):
     """Mirror of ``tw_launch_rec`` in cuda_launch.cpp."""
     _fields_ = [("function", ctypes.c_void_p), ("stream_slot", ctypes.c_void_p),
-                ("shared_mem", ctypes.c_uint32), ("reserved", ctypes.c_uint32)]
+                ("shared_mem", ctypes.c_uint32), ("block_dim", ctypes.c_uint32), ("context", ctypes.c_void_p)]
 
 
 def _driver():
@@ -141,6 +142,11 @@ def _load_native():
     lib.tw_cuda_init.argtypes, lib.tw_cuda_init.restype = [], ctypes.c_int
     lib.tw_cuda_launch.argtypes, lib.tw_cuda_launch.restype = [vp, vp, i64, i64], ctypes.c_int
     lib.tw_cuda_launch_on.argtypes, lib.tw_cuda_launch_on.restype = [vp, vp, i64, i64, vp], ctypes.c_int
+    lib.tw_cuda_submit.argtypes, lib.tw_cuda_submit.restype = [vp, ctypes.c_char_p], ctypes.c_int
+    from .. import types as T
+
+    if T.LaunchBounds.size.offset != 24:  # tw_cuda_submit reads the task count there
+        return None
     return lib if lib.tw_cuda_init() == 0 else None
 
 
@@ -214,6 +220,7 @@ class CudaBackend:
         lib = native_library()
         self._native = lib.tw_cuda_launch if lib is not None else None
         self._native_on = lib.tw_cuda_launch_on if lib is not None else None
+        self._submit = lib.tw_cuda_submit if lib is not None else None
         self._launch = d.cuLaunchKernel
 
     def _read_properties(self):
@@ -250,13 +257,14 @@ class CudaBackend:
     def _attr(self, attr) -> int:
         return int(check(_driver().cuDeviceGetAttribute(attr, self._dev), f"cuDeviceGetAttribute({attr.name})"))
 
-    def make_current(self):
+    def make_current(self, force: bool = False):
         """Make this device's primary context current on the calling thread (cached per thread).
 
         The cache assumes nobody else switches contexts on this thread behind our back; libraries
-        using the runtime API share the same primary context, so that holds in practice.
+        using the runtime API share the same primary context, so that holds in practice (``force``
+        skips the cache: the native entry found another context current).
         """
-        if getattr(_tls, "ctx", None) != self._ctx_id:
+        if force or getattr(_tls, "ctx", None) != self._ctx_id:
             check(_driver().cuCtxSetCurrent(self._ctx), "cuCtxSetCurrent")
             _tls.ctx = self._ctx_id
 
@@ -401,11 +409,51 @@ class CudaBackend:
 
     def prepare(self, cufn, symbol: str = "", shared_mem: int = 0) -> int:
         """A launch handle for ``cufn``: the address of its LaunchRec (what the native entry reads)."""
-        rec = LaunchRec(int(cufn), self._stream_slot_addr, shared_mem, 0)
+        rec = LaunchRec(int(cufn), self._stream_slot_addr, shared_mem, 0, self._ctx_id)
         self._recs.append(rec)
         h = ctypes.addressof(rec)
         self._names[h], self._cufn[h] = symbol or hex(int(cufn)), cufn
         return h
+
+    def launcher(self, handle: int):
+        """wp.launch's entry for ``handle``: ``submit(args, n_tasks, block_dim)`` launches on the
+        current stream, ``args`` being the packed argument block as bytes (``n_tasks`` > 0).
+
+        Natively that is one ctypes call with two pointers: a record per block size (made on first
+        use) and the bytes, whose launch bounds give the task count; the context check happens in C.
+        """
+        native = self._submit
+        if native is None:
+            return lambda args, n_tasks, block_dim: self.launch(handle, args, n_tasks, block_dim)
+        recs: dict[int, int] = {}  # block_dim -> address of its LaunchRec
+        pending = self._pending
+
+        def submit(args, n_tasks, block_dim):
+            rec = recs.get(block_dim)
+            if rec is None:
+                rec = recs[block_dim] = self._block_rec(handle, block_dim)
+            pending.add(handle)
+            err = native(rec, args)
+            if err:
+                self._submit_failed(err, native, rec, args, handle, n_tasks, block_dim)
+
+        return submit
+
+    def _block_rec(self, handle: int, block_dim: int) -> int:
+        if not 0 < block_dim < 2**31:  # the native entry divides by it; the driver checks the rest
+            raise LaunchError(f"block_dim must be a positive int, got {block_dim}")
+        base = LaunchRec.from_address(handle)
+        rec = LaunchRec(base.function, base.stream_slot, base.shared_mem, block_dim, base.context)
+        self._recs.append(rec)
+        return ctypes.addressof(rec)
+
+    def _submit_failed(self, err, native, rec, args, handle, n_tasks, block_dim):
+        if err == -1:  # another context (or none) is current on this thread: set ours and retry
+            self.make_current(force=True)
+            err = native(rec, args)
+        if err:
+            self._sync_check((err,), f"cuLaunchKernel of {self._names.get(handle, '?')} "
+                                     f"(block={block_dim}, n={n_tasks})")
 
     def launch(self, handle: int, args_ptr: int, n_tasks: int, block_dim: int = 256, shared_mem: int = 0,
                stream=None):
@@ -430,6 +478,8 @@ class CudaBackend:
                                      f"(block={block_dim}, n={n_tasks})")
 
     def _launch_bindings(self, handle, args_ptr, n_tasks, block_dim, shared_mem, stream):
+        if isinstance(args_ptr, bytes):  # a packed block from wp.launch: point into it (no copy)
+            args_ptr = ctypes.cast(ctypes.c_char_p(args_ptr), ctypes.c_void_p).value
         params = (ctypes.c_void_p * 1)(args_ptr)
         grid = min((n_tasks + block_dim - 1) // block_dim, _MAX_GRID_X)
         s = self.stream if stream is None else stream

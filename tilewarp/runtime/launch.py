@@ -13,6 +13,7 @@ from ..ir import nodes as ir
 from .array import array
 from .debug import checked_launch
 from .indexedarray import converter as indexed_converter
+from .packing import make_pack_bytes
 from .device import Device, get_device
 from . import tape_state
 
@@ -113,7 +114,9 @@ class ArgPacker:
         self.n_params = len(self.converters)
         self.tid_arity = tid_arity(fn)
         self._bounds: dict = {}  # dim as given (int or tuple) -> validated LaunchBounds
+        self._bb: dict = {}      # the same -> (task count, the bounds as bytes): wp.launch's memo
         self.pack = self._unrolled_pack()
+        self.pack_bytes = make_pack_bytes(self)  # wp.launch's packer: the same block as bytes
 
     def bounds(self, dim):
         """Validated launch bounds for ``dim``, remembered per distinct ``dim`` (the struct is copied
@@ -127,6 +130,14 @@ class ArgPacker:
             if len(self._bounds) < self.MAX_CACHED_BOUNDS and type(dim) in (int, tuple):
                 self._bounds[dim] = b
         return b
+
+    def bounds_bytes(self, dim):
+        """``(task count, bounds as bytes)`` for ``dim``, remembered as ``bounds`` remembers."""
+        b = self.bounds(dim)
+        entry = (b.size, bytes(b))
+        if len(self._bb) < self.MAX_CACHED_BOUNDS and type(dim) in (int, tuple):
+            self._bb[dim] = entry
+        return entry
 
     def pack(self, values, device, bounds):
         """The argument struct for ``values``; replaced per instance by a version unrolled over the
@@ -200,7 +211,7 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
         with on_stream(stream, device):
             return launch(kernel, dim, inputs, outputs, device=stream.device, record_tape=record_tape,
                           record_cmd=record_cmd, max_blocks=max_blocks, block_dim=block_dim)
-    values = [*inputs, *outputs] if outputs else list(inputs)
+    values = [*inputs, *outputs] if outputs else inputs if type(inputs) is list else list(inputs)
     if device is None:
         for v in values:
             if isinstance(v, array) and v.device is not None:
@@ -216,16 +227,18 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
         kernel = kernel.specialization_for(values)
     compiled = kernel.compiled(device)
     packer = compiled.packer
-    bounds = packer.bounds(dim)
-    args = packer.pack(values, device, bounds)
-    size = bounds.size
-    if record_cmd:
-        return Launch(compiled, args, size, block_dim, values)
+    if record_cmd or compiled.checks is not None or config.verify_fp:  # debug build / wp.config.verify_fp
+        return _launch_checked(compiled, dim, values, device, block_dim, record_cmd)
+    try:  # the hot path: memoised bounds, arguments packed as bytes, one native call
+        size, bounds = packer._bb[dim]
+    except (KeyError, TypeError):
+        size, bounds = packer.bounds_bytes(dim)
+    args = packer.pack_bytes(values, device, bounds)
     if size:
-        if compiled.checks is not None or config.verify_fp:  # debug build / wp.config.verify_fp
-            checked_launch(compiled, args, size, block_dim, values)
-        else:
-            device.backend.launch(compiled.handle, ctypes.addressof(args), size, block_dim)
+        submit = compiled.submit
+        if submit is None:
+            submit = compiled.submit = device.backend.launcher(compiled.handle)
+        submit(args, size, block_dim)
     return None
 
 
@@ -248,6 +261,17 @@ def _launch_tracked(kernel, dim, inputs, outputs, device, stream, record_tape, m
     if record_tape and tape_state.active is not None:
         versions = [(a, a.version) for k in read for a in tape_state.arrays_in(values[k])]
         tape_state.active.record_launch(kernel, dim, inputs, outputs, device, block_dim, versions)
+
+
+def _launch_checked(compiled, dim, values, device, block_dim, record_cmd):
+    """Launches that keep a ctypes argument struct: replayable ones, and those checked afterwards."""
+    bounds = compiled.packer.bounds(dim)
+    args = compiled.packer.pack(values, device, bounds)
+    if record_cmd:
+        return Launch(compiled, args, bounds.size, block_dim, list(values))
+    if bounds.size:
+        checked_launch(compiled, args, bounds.size, block_dim, values)
+    return None
 
 
 def launch_adjoint(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device=None, stream=None,
