@@ -63,13 +63,6 @@ def k_listcomp(a: wp.array(dtype=float)):
 
 
 @wp.kernel
-def k_slice(a: wp.array(dtype=float)):
-    i = wp.tid()
-    b = a[1:3]  # <- error
-    a[i] = b[0]
-
-
-@wp.kernel
 def k_try(a: wp.array(dtype=float)):
     i = wp.tid()
     try:  # <- error
@@ -105,7 +98,7 @@ def k_component_of_temporary(a: wp.array(dtype=wp.vec3)):
 
 
 @pytest.mark.parametrize("kernel,fragment", [
-    (k_component_of_temporary, "component assignment"), (k_with, "With"), (k_lambda, "Lambda"), (k_listcomp, "ListComp"), (k_slice, "slic"), (k_try, "Try"),
+    (k_component_of_temporary, "component assignment"), (k_with, "With"), (k_lambda, "Lambda"), (k_listcomp, "ListComp"), (k_try, "Try"),
     (k_for_list, "range"), (k_return_value, "return"),
 ], ids=lambda p: getattr(p, "key", None) or str(p))
 def test_unsupported_syntax(kernel, fragment):

@@ -117,10 +117,13 @@ def place(lw, node) -> _Place:
                 return part
         raise KernelTypeError(f"cannot assign attribute '{node.attr}' of a {T.type_name(t)} value", loc)
     if isinstance(node, ast.Subscript):
-        from .slices import has_slice, lower_slice
+        from .slices import SlicePlace, has_slice, lower_slice
 
-        if has_slice(node):  # a[1:3][0] = x: writes through the view
-            return _Temporary(lw, node, lower_slice(lw, node))
+        if has_slice(node):  # v[1:3] = x: those components; a[1:3][0] = x: through the view
+            parent = place(lw, node.value)
+            if T.is_composite(parent.get().type):
+                return SlicePlace(lw, node, parent)
+            return _Temporary(lw, node, lower_slice(lw, node, parent.get()))
         parent = place(lw, node.value)
         base = parent.get()
         index_nodes = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
