@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 import pytest
-from conftest import Arr, launch_both, load_both, run
+from conftest import Arr, launch_both, load_both, run, warp
 
 import tilewarp as wp
 from tilewarp import KernelError, KernelTypeError
@@ -227,6 +227,37 @@ def test_transforms(mods, device, rng, key):
     exact[: n // 4] = False
     np.testing.assert_allclose(np.abs(np.sum(qout[exact] * q[exact], 1)), 1, atol=atol * 10)
     np.testing.assert_allclose(vout[exact, 1], s[exact], atol=atol * 10)
+
+
+# ---- host side: Warp lets scene setup code call these outside kernels -------------------------------
+
+HOST_CASES = {
+    "quat_from_euler": lambda m, r: (m.vec3(*r["e"]), *r["seq"]),
+    "quat_to_euler": lambda m, r: (m.quat(*r["q"]), *r["seq"]),
+    "quat_to_rpy": lambda m, r: (m.quat(*r["q"]),),
+    "quat_twist": lambda m, r: (m.vec3(*r["axis"]), m.quat(*r["q"])),
+    "quat_twist_angle": lambda m, r: (m.vec3(*r["axis"]), m.quat(*r["q"])),
+    "quat_twist_angle_signed": lambda m, r: (m.vec3(*r["axis"]), m.quat(*r["q"])),
+    "velocity_at_point": lambda m, r: (m.spatial_vector(*r["sv"]), m.vec3(*r["e"])),
+    "transform_from_matrix": lambda m, r: (m.mat44(*r["m"].reshape(-1)),),
+    "transform_compose": lambda m, r: (m.vec3(*r["e"]), m.quat(*r["q"]), m.vec3(*r["s"])),
+    "transform_decompose": lambda m, r: (m.mat44(*r["m"].reshape(-1)),),
+}
+
+
+@pytest.mark.parametrize("name", list(HOST_CASES))
+def test_host_versions_match_warp(name, rng):
+    if warp is None:
+        pytest.skip("warp-lang (the behavioural oracle) is not installed")
+    for trial in range(24):
+        seq = SEQUENCES[trial % 12]
+        r = {"q": _unit(rng, 1)[0], "e": rng.uniform(-3, 3, 3), "seq": seq, "axis": _unit(rng, 1)[0, :3],
+             "sv": rng.uniform(-2, 2, 6), "m": rng.normal(size=(4, 4)), "s": rng.uniform(0.5, 2, 3)}
+        r["axis"] /= np.linalg.norm(r["axis"])
+        got, want = (getattr(lib, name)(*HOST_CASES[name](lib, r)) for lib in (wp, warp))
+        flat = [np.concatenate([np.ravel(np.asarray(x, np.float64)) for x in (v if isinstance(v, tuple) else [v])
+                                ]) for v in (got, want)]
+        np.testing.assert_allclose(flat[0], flat[1], rtol=1e-5, atol=1e-5, err_msg=f"{name} {r}")
 
 
 # ---- bad inputs: the error class, at the user's file:line ------------------------------------------
