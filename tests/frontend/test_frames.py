@@ -245,6 +245,11 @@ HOST_CASES = {
 }
 
 
+def _flat(value):
+    parts = value if isinstance(value, tuple) else [value]
+    return np.concatenate([np.ravel(np.asarray(x, np.float64)) for x in parts])
+
+
 @pytest.mark.parametrize("name", list(HOST_CASES))
 def test_host_versions_match_warp(name, rng):
     if warp is None:
@@ -255,9 +260,7 @@ def test_host_versions_match_warp(name, rng):
              "sv": rng.uniform(-2, 2, 6), "m": rng.normal(size=(4, 4)), "s": rng.uniform(0.5, 2, 3)}
         r["axis"] /= np.linalg.norm(r["axis"])
         got, want = (getattr(lib, name)(*HOST_CASES[name](lib, r)) for lib in (wp, warp))
-        flat = [np.concatenate([np.ravel(np.asarray(x, np.float64)) for x in (v if isinstance(v, tuple) else [v])
-                                ]) for v in (got, want)]
-        np.testing.assert_allclose(flat[0], flat[1], rtol=1e-5, atol=1e-5, err_msg=f"{name} {r}")
+        np.testing.assert_allclose(_flat(got), _flat(want), rtol=1e-5, atol=1e-5, err_msg=f"{name} {r}")
 
 
 # ---- bad inputs: the error class, at the user's file:line ------------------------------------------
