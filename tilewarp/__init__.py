@@ -34,6 +34,7 @@ from .runtime.interop import (  # noqa: E402,F401
     stream_from_torch, stream_to_torch, to_dlpack, to_torch)
 from .structs import struct  # noqa: E402,F401
 from .tape import Tape  # noqa: E402,F401
+from .autodiff.custom import adjoint, func_grad, func_replay, grad  # noqa: E402,F401
 from . import autograd  # noqa: E402,F401
 from .types import (  # noqa: E402,F401
     constant, float16, float32, float64, half, int8, int16, int32, int64, mat22, mat22d, mat33, mat33d, mat44,

@@ -48,6 +48,8 @@ class Function:
         self._lock = threading.RLock()
         self.overloads = [self]  # every @wp.func of this name in its scope, resolved by argument types
         self._tag = ""  # tells the symbols of overloads apart
+        self.custom_grad = None  # @wp.func_grad of this overload (autodiff/custom.py)
+        self.custom_replay = None  # @wp.func_replay of this overload
 
     def source(self):
         if self._source is None:
@@ -95,6 +97,7 @@ class Function:
                                         f"{self._tag}{[T.type_name(t) for t in arg_types]}")
                 params = dict(zip([p[0] for p in self.parameters()], arg_types))
                 result = Lowerer(self.source(), params, is_kernel=False, symbol=symbol).run()
+                result.origin = self
             except BaseException:
                 del self._specializations[arg_types]
                 raise

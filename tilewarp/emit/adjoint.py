@@ -13,7 +13,10 @@ exact gradients, not Warp's silent zeros.
 """
 from __future__ import annotations
 
+import dataclasses
+
 from .. import types as T
+from ..autodiff.custom import replay_of
 from ..autodiff.prepare import Prepared
 from ..errors import AutodiffError
 from ..ir import nodes as ir
@@ -35,6 +38,15 @@ def carries_gradient(t) -> bool:
 
 def adj(v) -> str:
     return names.adjoint(v)
+
+
+def adjoint_signature(f: ir.Function) -> str:
+    """``adj_<symbol>(params, their adjoints, adj_ret)``: generated and @wp.func_grad adjoints share it."""
+    params = [f"{cpp_type(p.type)} {names.value(p)}" for p in f.params]
+    params += [f"{cpp_type(p.type)}& {adj(p)}" for p in f.params]
+    if f.return_type is not None:
+        params.append(f"const {cpp_type(f.return_type)}& adj_ret")
+    return f"TW_FUNC void {names.adjoint_function(f.symbol)}({', '.join(params)})"
 
 
 class AdjointPrinter:
@@ -75,12 +87,8 @@ class AdjointPrinter:
 
     def function(self) -> list:
         f = self.prep.fn
-        params = [f"{cpp_type(p.type)} {names.value(p)}" for p in f.params]
-        params += [f"{cpp_type(p.type)}& {adj(p)}" for p in f.params]
-        if f.return_type is not None:
-            params.append(f"const {cpp_type(f.return_type)}& adj_ret")
         self.lines.append(f"// adjoint of func {f.name}")
-        self.lines.append(f"TW_FUNC void {names.adjoint_function(f.symbol)}({', '.join(params)}) {{")
+        self.lines.append(adjoint_signature(f) + " {")
         self.declarations()
         self.body()
         self.lines += ["}", ""]
@@ -110,6 +118,8 @@ class AdjointPrinter:
         op = s.op
         if isinstance(op, ir.Call) and op.builtin.side_effect:
             return
+        if isinstance(op, ir.FuncCall):  # a @wp.func_replay replaces the callee here
+            op = dataclasses.replace(op, func=replay_of(op.func))
         self.line(f"{names.value(s.dst)} = {expression(op)};" if s.dst is not None else f"{expression(op)};")
         if s.dst is not None and T.is_array(s.dst.type):  # the gradient array follows the array
             self.line(f"{adj(s.dst)} = {self.forward_adjoint(op)};")
@@ -304,22 +314,14 @@ def emit_backward_module(kernel: ir.Function, backward: ir.Function) -> str:
     backward kernel over ``backward``'s parameters (the kernel's, then one adjoint per parameter)."""
     from .. import structs
     from ..autodiff.prepare import prepare
-    from .cpp import _Printer, callees_in_order
+    from .custom import backward_plan, definitions
 
     out = ['#include "tilewarp.h"', "", "namespace {", ""]
-    callees = callees_in_order(kernel)
+    plan = backward_plan(kernel)  # callees' forward (or replay) functions and adjoints
+    callees = plan.functions
     out += structs.definitions([*callees, kernel])
-    out += ["}  // namespace", "", "namespace tw {"]
-    for t in structs.in_dependency_order(_struct_types([*callees, kernel])):
-        fields = [structs.cpp_field(f) for f, ft in t._tw_fields_.items()
-                  if carries_gradient(ft) and not T.is_array(ft)]
-        body = " ".join(f"adj_accum(adj.{f}, g.{f});" for f in fields)
-        out.append(f"TW_FUNC void adj_accum({t._cpp_}& adj, const {t._cpp_}& g) {{ {body} }}")
-    out += ["}  // namespace tw", "", "namespace {", ""]
-    for f in callees:
-        out += _Printer(f).function()
-    for f in callees:
-        out += AdjointPrinter(prepare(f)).function()
+    out += struct_accumulators([*callees, kernel])
+    out += definitions(plan)
     args = names.args_struct(backward.symbol)
     out.append(f"struct {args} {{")
     out.append("    tw::launch_bounds_t bounds;")
@@ -330,6 +332,19 @@ def emit_backward_module(kernel: ir.Function, backward: ir.Function) -> str:
     out += ["}  // namespace", "",
             f"TW_KERNEL_ENTRY({names.kernel_entry(backward.symbol)}, {args}, {body})", ""]
     return "\n".join(out)
+
+
+def struct_accumulators(functions) -> list:
+    """``tw::adj_accum`` for each @wp.struct ``functions`` use (inside the anonymous namespace)."""
+    from .. import structs
+
+    out = ["}  // namespace", "", "namespace tw {"]
+    for t in structs.in_dependency_order(_struct_types(functions)):
+        fields = [structs.cpp_field(f) for f, ft in t._tw_fields_.items()
+                  if carries_gradient(ft) and not T.is_array(ft)]
+        body = " ".join(f"adj_accum(adj.{f}, g.{f});" for f in fields)
+        out.append(f"TW_FUNC void adj_accum({t._cpp_}& adj, const {t._cpp_}& g) {{ {body} }}")
+    return out + ["}  // namespace tw", "", "namespace {", ""]
 
 
 def _struct_types(functions) -> list:

@@ -17,31 +17,21 @@ def emit_module(kernel: ir.Function, sites=None) -> str:
 
     With ``sites`` (an ``emit.sites.SiteTable``, debug builds) every checked array access and
     ``assert`` carries its site number, and the table records what each number means."""
+    from .custom import definitions, forward_plan
+
     out = ['#include "tilewarp.h"', "", "namespace {", ""]
-    callees = callees_in_order(kernel)
-    out += structs.definitions([*callees, kernel])  # @wp.struct types, each after those it contains
-    for f in callees:
-        out += _Printer(f, sites).function()
+    plan = forward_plan(kernel)  # the callees, and the adjoints wp.grad(f) calls
+    out += structs.definitions([*plan.functions, kernel])  # @wp.struct types, each after those it contains
+    if plan.adjoints:
+        from .adjoint import struct_accumulators
+
+        out += struct_accumulators([*plan.functions, kernel])
+    out += definitions(plan, sites)
     out += _Printer(kernel, sites).kernel()
     out += ["}  // namespace", "",
             f"TW_KERNEL_ENTRY({names.kernel_entry(kernel.symbol)}, {names.args_struct(kernel.symbol)}, "
             f"{names.body(kernel.symbol)})", ""]
     return "\n".join(out)
-
-
-def callees_in_order(fn: ir.Function) -> list:
-    """Every function ``fn`` reaches, callees before callers, each once."""
-    order, seen = [], set()
-
-    def visit(f):
-        for c in f.callees:
-            if c.symbol not in seen:
-                seen.add(c.symbol)
-                visit(c)
-                order.append(c)
-
-    visit(fn)
-    return order
 
 
 def cpp_type(t) -> str:

@@ -29,6 +29,9 @@ def lower_call(lw, node: ast.Call):
             raise KernelTypeError(f"wp.static() expression failed: {type(e).__name__}: {e}", loc) from e
     if getattr(func, "_tw_specialize", None) is not None:
         return call_user_function(lw, func, node)
+    lower = getattr(func, "_tw_lower_call", None)  # wp.grad and what it returns (autodiff/custom.py)
+    if lower is not None:
+        return lower(lw, node)
     special = composite_call(lw, func, node)  # wp.vector(..), wp.quat(x=..), wp.identity(3, float), ...
     if special is not None:
         return special
@@ -253,7 +256,11 @@ def assign_target(lw, target, value_node, node):
         for t, v in zip(names, values):
             store_to(lw, t, v, node)
         return
-    store_to(lw, target, lw.value(value_node), node)
+    value = lw.visit(value_node)
+    if isinstance(target, ast.Name) and getattr(value, "_tw_lower_call", None) is not None:
+        lw.symbols[target.id] = value  # g = wp.grad(f): a compile-time callable (Warp allows it)
+        return
+    store_to(lw, target, value if isinstance(value, ir.Value) else lw.materialize(value, value_node), node)
 
 
 def _unpack(lw, value, n, node) -> list:

@@ -285,6 +285,8 @@ class Lowerer:
         return self.assign(ir.Call(REGISTRY["tuple_get"], (value,), (i,)), t, node)
 
     def visit_Subscript(self, node):
+        if self.names_adjoint(node):
+            return self.adjoint_place(node).get()
         from .slices import has_slice, lower_slice
 
         if has_slice(node):  # a[1:3], a[i, ::2]: a view
@@ -305,6 +307,21 @@ class Lowerer:
             return self.call(name, [base, *indices], node)
         indices = self.component_indices(base.type, indices, node)
         return self.call(component_builtin("extract", base.type, len(indices)), [base, *indices], node)
+
+    def names_adjoint(self, node) -> bool:
+        """``node`` (a subscript) is ``wp.adjoint[...]``, recognised without lowering anything."""
+        v = node.value
+        if isinstance(v, ast.Attribute) and v.attr == "adjoint" and isinstance(v.value, ast.Name):
+            v = v.value
+            obj = getattr(self.src.lookup(v.id), "adjoint", None) if v.id not in self.symbols else None
+        else:
+            obj = self.src.lookup(v.id) if isinstance(v, ast.Name) and v.id not in self.symbols else None
+        return getattr(obj, "__tw_adjoint__", False) is True
+
+    def adjoint_place(self, node):
+        """``wp.adjoint[x]`` as a place; only @wp.func_grad bodies have one (autodiff/custom.py)."""
+        raise KernelTypeError("wp.adjoint[...] can only be used inside a @wp.func_grad function",
+                              self.src.loc(node))
 
     def component_indices(self, t, indices, node) -> list:
         """Constant vector/matrix indices checked against the shape; negative ones count from the end."""

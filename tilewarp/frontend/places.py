@@ -117,6 +117,8 @@ def place(lw, node) -> _Place:
                 return part
         raise KernelTypeError(f"cannot assign attribute '{node.attr}' of a {T.type_name(t)} value", loc)
     if isinstance(node, ast.Subscript):
+        if lw.names_adjoint(node):  # wp.adjoint[x] in a @wp.func_grad function
+            return lw.adjoint_place(node)
         from .slices import SlicePlace, has_slice, lower_slice
 
         if has_slice(node):  # v[1:3] = x: those components; a[1:3][0] = x: through the view

@@ -138,6 +138,7 @@ class Function:
     values: list = field(default_factory=list)
     callees: list = field(default_factory=list)  # Function IRs called, in first-use order
     loc: Loc | None = None
+    origin: object = None  # the @wp.func (kernel.Function) this specialises: its func_grad / func_replay
 
 
 def walk(stmts):
