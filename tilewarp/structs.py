@@ -66,6 +66,20 @@ class StructInstance:
         """This value as a numpy record of the class's ``numpy_dtype()`` (a copy)."""
         return np.frombuffer(bytes(self._tw_ctype), dtype=self._np_)[0].copy()
 
+    def _tw_adjoint(self):
+        """The adjoint a backward launch gets for this struct argument: array fields are their
+        gradient arrays (None without one), so gradients reach arrays held in structs; nested
+        structs likewise. Other fields start at zero: the backward kernel accumulates into them
+        but never returns them (Warp copies the primal values there, which is equally unread)."""
+        out = type(self)()
+        for name, t in self._tw_fields_.items():
+            v = self._tw_values.get(name)
+            if T.is_array(t) and v is not None and v.requires_grad:
+                setattr(out, name, v.grad)
+            elif T.is_struct(t):
+                setattr(out, name, v._tw_adjoint())
+        return out
+
     def _tw_check_devices(self, device, what: str):
         """Raise ValueError naming the field when an array field lives on another device."""
         for name, t in self._tw_fields_.items():

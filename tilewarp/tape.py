@@ -123,9 +123,12 @@ class Tape:
         self.gradients[a] = a.grad
 
     def get_adjoint(self, value):
-        """What a backward launch gets for ``value``: its gradient array (None without one)."""
+        """What a backward launch gets for ``value``: its gradient array (None without one), or for
+        a struct the adjoint struct holding its array fields' gradients (as Warp's Tape)."""
         if isinstance(value, array):
             return value.grad if value.requires_grad else None
+        if T.is_struct(type(value)):
+            return value._tw_adjoint()
         return None
 
     # ---- housekeeping ------------------------------------------------------------------------
@@ -134,9 +137,9 @@ class Tape:
         seen = {}
         for entry in self.launches:
             values = entry.arrays if isinstance(entry, _HostStep) else [*entry.inputs, *entry.outputs]
-            for v in values:
-                if isinstance(v, array):
-                    seen[id(v)] = v
+            for v in values:  # arrays held in struct arguments too: zero() clears their gradients
+                for a in tape_state.arrays_in(v):
+                    seen[id(a)] = a
         return list(seen.values())
 
     def zero(self):

@@ -31,9 +31,26 @@ TW_FUNC void adj_atomic_sub(const A& adj, V& adj_value, I... i) {
 }
 
 // atomic_min / atomic_max: the gradient goes to the value that ended up in the element (ties
-// all receive it), as Warp does.
+// all receive it), as Warp does; per component on vectors and matrices, whose min/max is
+// componentwise, so each component's winner gets its gradient (Warp compares whole vectors).
+namespace detail {
+template <typename T> TW_FUNC void adj_if_stored(const T& stored, const T& v, T& adj_v, const T& g) {
+    if (stored == v) adj_v = add(adj_v, g);
+}
+template <int N, typename T>
+TW_FUNC void adj_if_stored(const vec_t<N, T>& s, const vec_t<N, T>& v, vec_t<N, T>& adj_v,
+                           const vec_t<N, T>& g) {
+    for (int k = 0; k < N; ++k) adj_if_stored(s.c[k], v.c[k], adj_v.c[k], g.c[k]);
+}
+template <int R, int C, typename T>
+TW_FUNC void adj_if_stored(const mat_t<R, C, T>& s, const mat_t<R, C, T>& v, mat_t<R, C, T>& adj_v,
+                           const mat_t<R, C, T>& g) {
+    for (int r = 0; r < R; ++r)
+        for (int k = 0; k < C; ++k) adj_if_stored(s.c[r][k], v.c[r][k], adj_v.c[r][k], g.c[r][k]);
+}
+}  // namespace detail
 template <typename A, typename V, typename... I>
 TW_FUNC void adj_atomic_minmax(const A& a, const A& adj, const V& value, V& adj_value, I... i) {
-    if (detail::has_data(adj) && load(a, i...) == value) adj_value = add(adj_value, load(adj, i...));
+    if (detail::has_data(adj)) detail::adj_if_stored(load(a, i...), value, adj_value, load(adj, i...));
 }
 }  // namespace tw

@@ -178,8 +178,6 @@ def test_array_field_of_a_struct_argument(lib, rng):
     wp = mod.wp
     data = rng.normal(size=N)
     p = mod.Params()
-    if lib == 0 and not hasattr(p, "_tw_adjoint"):
-        pytest.xfail("the launch does not hand struct arguments' gradient arrays to the backward kernel yet")
     p.scale = 1.7
     p.data = wp.array(data, dtype=wp.float64, requires_grad=True)
     out = wp.zeros(N, dtype=wp.float64, requires_grad=True)

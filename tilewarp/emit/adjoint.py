@@ -123,6 +123,8 @@ class AdjointPrinter:
         self.line(f"{names.value(s.dst)} = {expression(op)};" if s.dst is not None else f"{expression(op)};")
         if s.dst is not None and T.is_array(s.dst.type):  # the gradient array follows the array
             self.line(f"{adj(s.dst)} = {self.forward_adjoint(op)};")
+        elif s.dst is not None and _holds_array(s.dst.type):  # so do the array fields of a struct
+            self.line(f"tw::adj_take_arrays({adj(s.dst)}, {self.forward_adjoint(op)});")
 
     def forward_adjoint(self, op) -> str:
         if isinstance(op, ir.Copy):
@@ -246,7 +248,9 @@ class AdjointPrinter:
         self.clear(s.dst)
 
     def clear(self, v):
-        if v is not None and carries_gradient(v.type) and not _holds_array(v.type):
+        if v is not None and _holds_array(v.type):  # keep its gradient arrays, zero the rest
+            self.line(f"tw::adj_clear({adj(v)});")
+        elif v is not None and carries_gradient(v.type):
             self.line(f"{adj(v)} = {{}};")
 
     def check_no_gradient(self, s: ir.Assign):
@@ -344,7 +348,44 @@ def struct_accumulators(functions) -> list:
                   if carries_gradient(ft) and not T.is_array(ft)]
         body = " ".join(f"adj_accum(adj.{f}, g.{f});" for f in fields)
         out.append(f"TW_FUNC void adj_accum({t._cpp_}& adj, const {t._cpp_}& g) {{ {body} }}")
-    return out + ["}  // namespace tw", "", "namespace {", ""]
+        out += _array_field_helpers(t)
+    out += ["}  // namespace tw", "", "namespace {", ""]
+    for t in structs.in_dependency_order(_struct_types(functions)):
+        out += _gradient_array_helpers(t)
+    return out
+
+
+def _gradient_array_helpers(t) -> list:
+    """``atomic_add`` and ``add`` on struct type ``t``, beside it (the array adjoints in
+    native/runtime/array_adjoint.h find them by argument-dependent lookup): gradient arrays of
+    structs accumulate field by field, as reads of struct arrays scatter into them."""
+    from .. import structs
+
+    s = t._cpp_
+    fields = [structs.cpp_field(f) for f, ft in t._tw_fields_.items()
+              if carries_gradient(ft) and not T.is_array(ft)]
+    body = " ".join(f"tw::detail::atomic_accum(&p->{f}, g.{f});" for f in fields)
+    return [f"TW_FUNC void atomic_add({s}* p, const {s}& g) {{ {body} }}",
+            f"TW_FUNC {s} add({s} a, const {s}& b) {{ tw::adj_accum(a, b); return a; }}", ""]
+
+
+def _array_field_helpers(t) -> list:
+    """``adj_take_arrays`` (the replay sets an adjoint struct's gradient arrays) and ``adj_clear``
+    (zero the accumulated fields, keep the arrays) for struct type ``t``; nested structs recurse."""
+    from .. import structs
+
+    take, zero = [], []
+    for f, ft in t._tw_fields_.items():
+        m = structs.cpp_field(f)
+        if T.is_struct(ft):
+            take.append(f"adj_take_arrays(adj.{m}, g.{m});")
+            zero.append(f"adj_clear(adj.{m});")
+        elif T.is_array(ft):
+            take.append(f"adj.{m} = g.{m};")
+        else:
+            zero.append(f"adj.{m} = {{}};")
+    return [f"TW_FUNC void adj_take_arrays({t._cpp_}& adj, const {t._cpp_}& g) {{ {' '.join(take)} }}",
+            f"TW_FUNC void adj_clear({t._cpp_}& adj) {{ {' '.join(zero)} }}"]
 
 
 def _struct_types(functions) -> list:

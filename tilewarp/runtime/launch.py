@@ -322,5 +322,7 @@ def _adjoint_value(value, grad, name):
             raise LaunchError(f"argument 'adj_{name}' must be an array of shape {value.shape}, got {got}")
         return grad
     if T.is_struct(type(value)):
+        if isinstance(grad, type(value)):  # an adjoint struct given (adj_inputs, the Tape)
+            return grad
         return value._tw_adjoint() if hasattr(value, "_tw_adjoint") else type(value)()
     return value  # scalars: passed for symmetry, the kernel does not return their adjoints
