@@ -275,3 +275,43 @@ def test_vector_min_max_reductions(device, rng):
     np.testing.assert_allclose(out.numpy(), 2 * a.min(1) + a.max(1))
     assert wp.autograd.gradcheck(extremes, dim=6, inputs=[v], outputs=[out], eps=1e-6, atol=1e-6, rtol=1e-6,
                                  raise_exception=False, show_summary=False, device=device)
+
+
+@wp.func
+def tally(x: f64, calls: wp.array(dtype=int), hist: wp.array(dtype=f64)):
+    wp.atomic_add(calls, 0, 1)
+    hist[0] = x
+    for k in range(2):
+        wp.atomic_add(hist, 1, x)
+    return x * x
+
+
+@wp.func
+def tally_twice(x: f64, calls: wp.array(dtype=int), hist: wp.array(dtype=f64)):
+    return tally(x, calls, hist) + tally(x * f64(2.0), calls, hist)
+
+
+@wp.kernel
+def tallied(x: wp.array(dtype=f64), calls: wp.array(dtype=int), hist: wp.array(dtype=f64),
+            out: wp.array(dtype=f64)):
+    i = wp.tid()
+    s = f64(0.0)
+    for r in range(3):
+        s += tally_twice(x[i], calls, hist)
+    out[i] = s
+
+
+def test_replay_of_funcs_writes_no_memory(device, rng):
+    """Beyond Warp (which re-runs a func's stores and atomics when replaying it): the backward pass
+    replays funcs without their memory writes; their gradients still flow."""
+    x = wp.array(rng.uniform(-1, 1, 4), dtype=f64, requires_grad=True, device=device)
+    calls = wp.zeros(1, dtype=int, device=device)
+    hist = wp.zeros(2, dtype=f64, device=device)
+    out = wp.zeros(4, dtype=f64, requires_grad=True, device=device)
+    with wp.Tape() as tape:
+        wp.launch(tallied, dim=4, inputs=[x, calls, hist], outputs=[out], device=device)
+    before = hist.numpy().copy()
+    tape.backward(grads={out: np.ones(4)})
+    assert calls.numpy()[0] == 4 * 3 * 2
+    np.testing.assert_array_equal(hist.numpy(), before)
+    np.testing.assert_allclose(x.grad.numpy(), 3 * (2 * x.numpy() + 8 * x.numpy()), rtol=1e-12)

@@ -292,10 +292,13 @@ def func_replay(forward_fn):
 
 
 def replay_of(f_ir):
-    """The function a backward pass calls to replay ``f_ir`` (its @wp.func_replay, else itself)."""
+    """The function a backward pass calls to replay ``f_ir`` (its @wp.func_replay, else itself
+    without the memory writes: those happened in the forward launch)."""
     replay = getattr(f_ir.origin, "custom_replay", None)
     if replay is None:
-        return f_ir
+        from .prepare import without_side_effects
+
+        return without_side_effects(f_ir)
     types = tuple(p.type for p in f_ir.params)
     r_ir = replay._tw_specialize(types, replay.replay_loc)
     if r_ir.return_type != f_ir.return_type:

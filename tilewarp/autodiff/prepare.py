@@ -226,3 +226,43 @@ def prepare(fn: ir.Function) -> Prepared:
     rw = _Rewriter(fn)
     body, _ = rw.block(fn.body)
     return Prepared(fn, body, rw.values, rw.result, rw.done, rw.loops)
+
+
+def without_side_effects(fn: ir.Function) -> ir.Function:
+    """What a backward pass replays for a call of ``fn``: ``fn`` without its stores, atomics and
+    prints (nor those of the functions it calls), so replaying never writes memory twice."""
+    pure = getattr(fn, "_tw_pure", None)
+    if pure is None:
+        if not _writes_memory(fn):
+            pure = fn
+        else:
+            pure = dataclasses.replace(fn, symbol=fn.symbol + "_replay", body=_strip(fn.body),
+                                       callees=[without_side_effects(c) for c in fn.callees])
+            pure._tw_pure = pure
+        fn._tw_pure = pure
+    return pure
+
+
+def _writes_memory(fn: ir.Function) -> bool:
+    for s in ir.walk(fn.body):
+        if isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and s.op.builtin.side_effect:
+            return True
+    return any(_writes_memory(c) for c in fn.callees)
+
+
+def _strip(stmts) -> list:
+    out = []
+    for s in stmts:
+        if isinstance(s, ir.Assign):
+            if isinstance(s.op, ir.Call) and s.op.builtin.side_effect:
+                continue
+            if isinstance(s.op, ir.FuncCall):
+                s = dataclasses.replace(s, op=dataclasses.replace(s.op, func=without_side_effects(s.op.func)))
+        elif isinstance(s, ir.If):
+            s = dataclasses.replace(s, body=_strip(s.body), orelse=_strip(s.orelse))
+        elif isinstance(s, ir.For):
+            s = dataclasses.replace(s, body=_strip(s.body))
+        elif isinstance(s, ir.While):
+            s = dataclasses.replace(s, test=_strip(s.test), body=_strip(s.body))
+        out.append(s)
+    return out
