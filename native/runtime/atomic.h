@@ -136,11 +136,30 @@ TW_HW_INT(uint64_t)
 #endif
 }  // namespace detail
 
+namespace detail {
+// A thread's own local array (wp.zeros in a kernel) lives in GPU local memory, which has no
+// atomics (an atomic there is an illegal access); no other thread sees it, so a plain
+// read-modify-write is exact.
+template <typename T> TW_FUNC bool thread_private(const T* p) {
+#if TW_IS_CUDA
+    return __isLocal(p);
+#else
+    (void)p;
+    return false;
+#endif
+}
+}  // namespace detail
+
 #define TW_IF_ATOMIC(T) typename T, detail::enable_if_t<detail::is_atomic<T>::value, int> = 0
 #define TW_IF_ATOMIC_INT(T) typename T, detail::enable_if_t<detail::is_int<T>::value, int> = 0
 #define TW_ATOMIC_OP(NAME, OP, IF)                                \
     template <IF(T)> TW_FUNC T NAME(T* addr, T v) {              \
         TW_ATOMIC_SKIP(T());                                      \
+        if (detail::thread_private(addr)) {                       \
+            T old = *addr;                                        \
+            *addr = detail::OP()(old, v);                         \
+            return old;                                           \
+        }                                                         \
         return detail::rmw(addr, v, detail::OP());                \
     }
 TW_ATOMIC_OP(atomic_add, op_add, TW_IF_ATOMIC)
@@ -156,6 +175,11 @@ template <TW_IF_ATOMIC(T)> TW_FUNC T atomic_sub(T* addr, T v) {
 }
 template <TW_IF_ATOMIC(T)> TW_FUNC T atomic_cas(T* addr, T compare, T v) {
     TW_ATOMIC_SKIP(T());
+    if (detail::thread_private(addr)) {
+        T old = *addr;
+        if (detail::raw(old) == detail::raw(compare)) *addr = v;  // bitwise, as the hardware compares
+        return old;
+    }
     return detail::cas(addr, compare, v);
 }
 #undef TW_IF_ATOMIC_INT
@@ -201,7 +225,7 @@ template <typename V, typename T, int K> TW_FUNC V cas_components(V* addr, V com
         if (raw(o[i]) != raw(c[i])) return old;
     T* a = components(addr);
     const T* n = components(&v);
-    for (int i = 0; i < K; ++i) o[i] = cas(&a[i], c[i], n[i]);
+    for (int i = 0; i < K; ++i) o[i] = atomic_cas(&a[i], c[i], n[i]);
     return old;
 }
 }  // namespace detail

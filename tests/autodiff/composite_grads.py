@@ -109,9 +109,9 @@ def tape_grads(mod, case, xs, adj_out, bits=64, device="cpu"):
 def gradcheck(mod, case, rng, n=8) -> bool:
     wp = mod.wp
     autograd = importlib.import_module("tilewarp.autograd")
-    xs = [wp.array(x, dtype=dtype_of(mod, t, 64), requires_grad=True)
+    xs = [wp.array(x, dtype=dtype_of(mod, t, 64), device="cpu", requires_grad=True)
           for x, t in zip(inputs_for(case, rng, n), case.args)]
-    out = wp.zeros(n, dtype=dtype_of(mod, case.result, 64), requires_grad=True)
+    out = wp.zeros(n, dtype=dtype_of(mod, case.result, 64), device="cpu", requires_grad=True)
     return autograd.gradcheck(getattr(mod, f"k_{case.name}_64"), dim=n, inputs=xs, outputs=[out], eps=1e-6,
                               atol=1e-6, rtol=1e-5, raise_exception=False, device="cpu", show_summary=False)
 
