@@ -223,3 +223,28 @@ def launch_both(mods, kernel: str, dim, args, device: str = "cpu", rtol=1e-6, at
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)
+
+
+# ---- located errors --------------------------------------------------------------------------------
+
+ERROR_MARK = "# <- error"
+
+
+def check_located(kernel, cls, *fragments, inputs=()):
+    """Launching ``kernel`` raises ``cls`` located at its source line marked ``# <- error``: the
+    message names the test file and line, shows that line, and contains every fragment."""
+    import inspect
+
+    from tilewarp import KernelError
+
+    lines, first = inspect.getsourcelines(kernel)
+    path = os.path.abspath(inspect.getsourcefile(kernel.fn))
+    (line, text), = [(first + k, t.split(ERROR_MARK)[0].strip()) for k, t in enumerate(lines) if ERROR_MARK in t]
+    with pytest.raises(cls) as info:
+        tilewarp.launch(kernel, dim=1, inputs=list(inputs), device="cpu")
+    msg = str(info.value)
+    assert f"{path}:{line}:" in msg and text in msg, msg
+    assert isinstance(info.value, KernelError) and info.value.loc.line == line
+    assert "tilewarp/" not in msg.split("\n")[0]  # the user's file, not ours
+    for fragment in fragments:
+        assert fragment in msg, msg

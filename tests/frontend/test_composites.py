@@ -6,12 +6,10 @@ builtins outer, transpose, determinant, inverse, trace, diag, get_diag, skew, cw
 ddot, norm_l1/l2/huber/pseudo_huber, length/length_sq/normalize/dot/cross on float16, float32
 and float64 (and integer vectors where Warp has them); bad inputs with located errors.
 """
-import inspect
-import os
 
 import numpy as np
 import pytest
-from conftest import Arr, launch_both, load_both, warp
+from conftest import Arr, check_located, launch_both, load_both, warp
 
 import tilewarp as wp
 from tilewarp import KernelError, KernelSyntaxError, KernelTypeError
@@ -304,21 +302,7 @@ def test_type_factories():
 
 # ---- bad inputs: the error class, at the user's file:line ------------------------------------------
 
-THIS_FILE = os.path.abspath(__file__)
-MARK = "# <- error"
-
-
-def check(kernel, cls, *fragments):
-    """Launching ``kernel`` raises ``cls`` located at its line marked ``# <- error``."""
-    lines, first = inspect.getsourcelines(kernel)
-    (line, text), = [(first + k, t.split(MARK)[0].strip()) for k, t in enumerate(lines) if MARK in t]
-    with pytest.raises(cls) as info:
-        wp.launch(kernel, dim=1, inputs=[], device="cpu")
-    msg = str(info.value)
-    assert f"{THIS_FILE}:{line}:" in msg and text in msg, msg
-    assert isinstance(info.value, KernelError) and info.value.loc.line == line
-    for fragment in fragments:
-        assert fragment in msg, msg
+check = check_located  # tests/conftest.py
 
 
 @wp.kernel

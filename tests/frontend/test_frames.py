@@ -6,12 +6,10 @@ float64 versions (a tilewarp extension) with numpy float64 references and with t
 The transform helpers are compared with Warp in float32 and float64. Axis sequences are runtime
 integers covering all 12 valid orders; gimbal-lock inputs hit the special branches.
 """
-import inspect
-import os
 
 import numpy as np
 import pytest
-from conftest import Arr, launch_both, load_both, run, warp
+from conftest import Arr, check_located, launch_both, load_both, run, warp
 
 import tilewarp as wp
 from tilewarp import KernelError, KernelTypeError
@@ -265,20 +263,7 @@ def test_host_versions_match_warp(name, rng):
 
 # ---- bad inputs: the error class, at the user's file:line ------------------------------------------
 
-THIS_FILE = os.path.abspath(__file__)
-MARK = "# <- error"
-
-
-def check(kernel, cls, *fragments):
-    lines, first = inspect.getsourcelines(kernel)
-    (line, text), = [(first + k, t.split(MARK)[0].strip()) for k, t in enumerate(lines) if MARK in t]
-    with pytest.raises(cls) as info:
-        wp.launch(kernel, dim=1, inputs=[], device="cpu")
-    msg = str(info.value)
-    assert f"{THIS_FILE}:{line}:" in msg and text in msg, msg
-    assert isinstance(info.value, KernelError) and info.value.loc.line == line
-    for fragment in fragments:
-        assert fragment in msg, msg
+check = check_located  # tests/conftest.py
 
 
 @wp.kernel

@@ -6,12 +6,10 @@ negative-determinant and diagonal matrices; numpy checks the conventions (recons
 rotations, sorted singular values, the sign of sigma[2]). Both call forms are covered: tuple results
 and Warp's output arguments (``wp.svd3(A, U, sigma, V)``), also inside loops, branches and funcs.
 """
-import inspect
-import os
 
 import numpy as np
 import pytest
-from conftest import Arr, launch_both, load_both
+from conftest import Arr, check_located, launch_both, load_both
 
 import tilewarp as wp
 from tilewarp import KernelError, KernelTypeError
@@ -330,22 +328,7 @@ def test_argmin_argmax(mods, device, rng):
 
 # ---- bad inputs: the error class, at the user's file:line ------------------------------------------
 
-THIS_FILE = os.path.abspath(__file__)
-MARK = "# <- error"
-
-
-def check(kernel, cls, *fragments):
-    """Launching ``kernel`` raises ``cls`` located at its line marked ``# <- error``."""
-    lines, first = inspect.getsourcelines(kernel)
-    (line, text), = [(first + k, t.split(MARK)[0].strip()) for k, t in enumerate(lines) if MARK in t]
-    with pytest.raises(cls) as info:
-        wp.launch(kernel, dim=1, inputs=[], device="cpu")
-    msg = str(info.value)
-    assert f"{THIS_FILE}:{line}:" in msg and text in msg, msg
-    assert isinstance(info.value, KernelError) and info.value.loc.line == line
-    assert "tilewarp/" not in msg.split("\n")[0]
-    for fragment in fragments:
-        assert fragment in msg, msg
+check = check_located  # tests/conftest.py
 
 
 @wp.kernel

@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 import pytest
-from conftest import Arr, launch_both, load_both
+from conftest import ERROR_MARK, Arr, check_located, launch_both, load_both
 
 import tilewarp as wp
 from tilewarp import KernelError, KernelTypeError
@@ -142,26 +142,14 @@ def test_backward_through_local_arrays_raises():
         tape.backward(grads={y: wp.ones(2, dtype=float, device="cpu")})
     msg = str(info.value)
     lines, first = inspect.getsourcelines(k_with_local)
-    line = first + next(k for k, t in enumerate(lines) if MARK in t)
-    assert f"{THIS_FILE}:{line}:" in msg and "local arrays have no gradient" in msg, msg
+    line = first + next(k for k, t in enumerate(lines) if ERROR_MARK in t)
+    assert f"{os.path.abspath(__file__)}:{line}:" in msg and "local arrays have no gradient" in msg, msg
 
 
 # ---- bad inputs: the error class, at the user's file:line ------------------------------------------
 
-THIS_FILE = os.path.abspath(__file__)
-MARK = "# <- error"
-
-
 def check(kernel, cls, *fragments):
-    lines, first = inspect.getsourcelines(kernel)
-    (line, text), = [(first + k, t.split(MARK)[0].strip()) for k, t in enumerate(lines) if MARK in t]
-    with pytest.raises(cls) as info:
-        wp.launch(kernel, dim=1, inputs=[wp.zeros(1, dtype=int, device="cpu")], device="cpu")
-    msg = str(info.value)
-    assert f"{THIS_FILE}:{line}:" in msg and text in msg, msg
-    assert isinstance(info.value, KernelError) and info.value.loc.line == line
-    for fragment in fragments:
-        assert fragment in msg, msg
+    check_located(kernel, cls, *fragments, inputs=[wp.zeros(1, dtype=int, device="cpu")])
 
 
 @wp.kernel

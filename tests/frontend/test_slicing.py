@@ -5,12 +5,10 @@ checks of the integer indices among the slices, gradients through views. Vectors
 transforms and matrices (``v[1:]``, ``m[0, 1:]``, ``m[:, j]``): reads, assignments and augmented
 assignments of the selected components, runtime indices among constant slices, gradients. Bad inputs.
 """
-import inspect
-import os
 
 import numpy as np
 import pytest
-from conftest import Arr, launch_both, load_both
+from conftest import Arr, check_located, launch_both, load_both
 
 import tilewarp as wp
 from tilewarp import KernelError, KernelTypeError
@@ -222,20 +220,7 @@ def test_debug_build_checks_integer_indices():
 
 # ---- bad inputs: the error class, at the user's file:line ------------------------------------------
 
-THIS_FILE = os.path.abspath(__file__)
-MARK = "# <- error"
-
-
-def check(kernel, cls, *fragments, inputs=()):
-    lines, first = inspect.getsourcelines(kernel)
-    (line, text), = [(first + k, t.split(MARK)[0].strip()) for k, t in enumerate(lines) if MARK in t]
-    with pytest.raises(cls) as info:
-        wp.launch(kernel, dim=1, inputs=list(inputs), device="cpu")
-    msg = str(info.value)
-    assert f"{THIS_FILE}:{line}:" in msg and text in msg, msg
-    assert isinstance(info.value, KernelError) and info.value.loc.line == line
-    for fragment in fragments:
-        assert fragment in msg, msg
+check = check_located  # tests/conftest.py
 
 
 @wp.kernel

@@ -6,12 +6,10 @@ non-unit quaternions, rotation and general matrices), the constructor forms (com
 dtype casts), component/attribute access and assignment (``q[0]``, ``q.x``, ``t.p``, ``t.q``,
 ``t[6]``), quaternion/transform operators, arrays of quat/transform on the host, and bad inputs.
 """
-import inspect
-import os
 
 import numpy as np
 import pytest
-from conftest import Arr, Val, launch_both, load_both, warp
+from conftest import Arr, Val, check_located, launch_both, load_both, warp
 
 import tilewarp as wp
 from tilewarp import KernelError, KernelTypeError
@@ -363,21 +361,7 @@ def test_host_transform_parts_are_assignable():
 
 # ---- bad inputs: the error class, at the user's file:line ------------------------------------------
 
-THIS_FILE = os.path.abspath(__file__)
-MARK = "# <- error"
-
-
-def check(kernel, cls, *fragments):
-    """Launching ``kernel`` raises ``cls`` located at its line marked ``# <- error``."""
-    lines, first = inspect.getsourcelines(kernel)
-    (line, text), = [(first + k, t.split(MARK)[0].strip()) for k, t in enumerate(lines) if MARK in t]
-    with pytest.raises(cls) as info:
-        wp.launch(kernel, dim=1, inputs=[], device="cpu")
-    msg = str(info.value)
-    assert f"{THIS_FILE}:{line}:" in msg and text in msg, msg
-    assert isinstance(info.value, KernelError) and info.value.loc.line == line
-    for fragment in fragments:
-        assert fragment in msg, msg
+check = check_located  # tests/conftest.py
 
 
 @wp.kernel

@@ -4,7 +4,6 @@ with mpmath references for the inverse error functions where Warp's own CPU vers
 (tiny arguments, far tails), and Warp's exact output text for the expect_* messages.
 """
 import hashlib
-import inspect
 import math
 import os
 import subprocess
@@ -13,7 +12,7 @@ import sys
 import mpmath
 import numpy as np
 import pytest
-from conftest import LOAD_DIR, Arr, launch_both, load_both, run, warp
+from conftest import Arr, LOAD_DIR, check_located, launch_both, load_both, run, warp
 
 import tilewarp as wp
 from tilewarp import KernelError, KernelTypeError
@@ -233,20 +232,7 @@ def test_expect_messages_match_warp(capfd):
 
 # ---- bad inputs: the error class, at the user's file:line ------------------------------------------
 
-THIS_FILE = os.path.abspath(__file__)
-MARK = "# <- error"
-
-
-def check(kernel, cls, *fragments):
-    lines, first = inspect.getsourcelines(kernel)
-    (line, text), = [(first + k, t.split(MARK)[0].strip()) for k, t in enumerate(lines) if MARK in t]
-    with pytest.raises(cls) as info:
-        wp.launch(kernel, dim=1, inputs=[], device="cpu")
-    msg = str(info.value)
-    assert f"{THIS_FILE}:{line}:" in msg and text in msg, msg
-    assert isinstance(info.value, KernelError) and info.value.loc.line == line
-    for fragment in fragments:
-        assert fragment in msg, msg
+check = check_located  # tests/conftest.py
 
 
 @wp.kernel
