@@ -148,7 +148,7 @@ COMPILE_SCRIPT = textwrap.dedent('''
     wp.config.quiet = True
     if "{module}" == "warp":
         wp.config.kernel_cache_dir = os.environ["WARP_CACHE_PATH"]
-        wp.init()
+    wp.init()  # both: devices and CUDA contexts before the clock starts (Warp creates them here)
     sys.path.insert(0, os.environ["BENCH_DIR"])
     import bench_compile_{module} as k
     t1 = time.perf_counter()

@@ -56,7 +56,12 @@ globals().update({name: _REGISTRY[name] for name in ("add", "sub", "mul", "div",
 
 
 def init():
-    """Kept for Warp compatibility: tilewarp initialises lazily."""
+    """Initialise the runtime up front, as Warp's ``wp.init()`` does: find the devices and create
+    the CUDA context of each GPU (otherwise this happens lazily, at first use)."""
+    from .runtime.device import get_devices
+
+    for d in get_devices():
+        d.backend  # noqa: B018 - building the backend retains the device's primary context
 
 
 def clear_kernel_cache():
