@@ -21,6 +21,15 @@ template <typename A, typename V, typename... I> TW_FUNC void adj_load(const A& 
     if (detail::has_data(adj)) detail::atomic_accum(address(adj, i...), adj_ret);
 }
 
+// The same, for an element only this thread touches (the kernel reads it at its launch index):
+// a plain add, no atomic.
+template <typename A, typename V, typename... I> TW_FUNC void adj_load_own(const A& adj, const V& adj_ret, I... i) {
+    if (detail::has_data(adj)) {
+        V* p = address(adj, i...);
+        *p = add(*p, adj_ret);
+    }
+}
+
 // store / atomic_add: the value's adjoint is the element's gradient (atomic_sub: its negation).
 template <typename A, typename V, typename... I> TW_FUNC void adj_store(const A& adj, V& adj_value, I... i) {
     if (detail::has_data(adj)) adj_value = add(adj_value, load(adj, i...));

@@ -315,3 +315,25 @@ def test_replay_of_funcs_writes_no_memory(device, rng):
     assert calls.numpy()[0] == 4 * 3 * 2
     np.testing.assert_array_equal(hist.numpy(), before)
     np.testing.assert_allclose(x.grad.numpy(), 3 * (2 * x.numpy() + 8 * x.numpy()), rtol=1e-12)
+
+
+@wp.kernel
+def own_rows(x: wp.array(dtype=f64), y: wp.array(dtype=f64)):
+    i = wp.tid()
+    y[i] = wp.sin(x[i]) * x[i]
+
+
+def test_own_element_gradients_without_atomics(device, rng):
+    """x[i] read only at the thread's own index: its gradient is a plain add, unless the launch
+    has more dimensions than the kernel's wp.tid() (then threads share i, and atomics are kept)."""
+    v = rng.uniform(-2, 2, 5)
+    x = wp.array(v, dtype=f64, requires_grad=True, device=device)
+    y = wp.zeros(5, dtype=f64, requires_grad=True, device=device)
+    d = np.cos(v) * v + np.sin(v)
+    for dim, times in ((5, 1), ((5, 3), 3)):
+        x.grad.zero_()
+        with wp.Tape() as tape:
+            wp.launch(own_rows, dim=dim, inputs=[x], outputs=[y], device=device)
+        tape.backward(grads={y: np.ones(5)})
+        np.testing.assert_allclose(x.grad.numpy(), times * d, rtol=1e-12)
+    assert "tw::adj_load_own(" in own_rows.compiled_backward(wp.get_device(device)).source

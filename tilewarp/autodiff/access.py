@@ -52,3 +52,43 @@ def _holds_arrays(t) -> bool:
     if isinstance(t, T.TupleType):
         return any(_holds_arrays(e) for e in t.types)
     return T.is_struct(t) and any(_holds_arrays(f) for f in t._tw_fields_.values())
+
+
+def own_element_arrays(fn: ir.Function) -> dict:
+    """Array parameters of kernel ``fn`` whose elements each thread only touches at its own launch
+    index (every access is ``a[i]`` / ``a[i, j]`` with ``i, j = wp.tid()``): ``{param: tid arity}``.
+    Their gradient needs no atomic scatter when the launch has that many dimensions."""
+    tids = {}
+    for s in ir.walk(fn.body):
+        if isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and s.op.builtin.name == "tid":
+            tids[s.dst] = s.op.template  # (component, of how many)
+    arrays = {p for p in fn.params if T.is_array(p.type) and not isinstance(p.type, T.IndexedArrayType)}
+    own = {p: None for p in arrays}
+    for s in ir.walk(fn.body):
+        uses = []
+        if isinstance(s, ir.Assign):
+            uses = [s.op.src] if isinstance(s.op, ir.Copy) else list(s.op.args)
+        elif isinstance(s, (ir.If, ir.While)):
+            uses = [s.cond]
+        elif isinstance(s, ir.For):
+            uses = [s.start, s.stop, s.step]
+        for k, a in enumerate(uses):
+            if a not in own:
+                continue
+            name = s.op.builtin.name if isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) else None
+            if name == "shape" or (name in _WRITES | _READS and k == 0 and _own_index(s.op, a, tids)):
+                if name != "shape":
+                    n = tids[s.op.args[1]][1]
+                    own[a] = n if own[a] in (None, n) else False
+                continue
+            own[a] = False
+    return {p: n for p, n in own.items() if n}
+
+
+def _own_index(op, arr, tids) -> bool:
+    n_values = 2 if op.builtin.name == "atomic_cas" else 0 if op.builtin.name in ("load", "lower_bound") else 1
+    idx = op.args[1:len(op.args) - n_values]
+    if len(idx) != arr.type.ndim or any(i not in tids for i in idx):
+        return False
+    n = tids[idx[0]][1]
+    return n == len(idx) and all(tids[i] == (k, n) for k, i in enumerate(idx))

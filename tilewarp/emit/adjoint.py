@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 
 from .. import types as T
+from ..autodiff.access import own_element_arrays
 from ..autodiff.custom import replay_of
 from ..autodiff.prepare import Prepared
 from ..errors import AutodiffError
@@ -56,6 +57,8 @@ class AdjointPrinter:
         self.depth = 1
         self.loop_ids: dict = {}  # id(loop statement) -> its number (names of its helpers)
         self.scratch = 0
+        # arrays each thread reads only at its own index: their gradients need no atomics
+        self.own = own_element_arrays(prep.fn) if prep.fn.is_kernel else {}
 
     def line(self, text: str):
         self.lines.append("    " * self.depth + text)
@@ -222,7 +225,11 @@ class AdjointPrinter:
                 self.check_no_gradient(s)
             self.clear(dst)
             return
-        if b.adjoint_emit is not None:
+        if b.name == "load" and op.args[0] in self.own:  # atomics only if the launch shape differs
+            n = self.own[op.args[0]]
+            self.adjoint_call(s, lambda a, g, r: f"if (args.bounds.ndim == {n}) tw::adj_load_own({g[0]}, {r[0]}, "
+                                                 f"{', '.join(a[1:])}); else {b.adjoint_emit(a, g, r[0], op.template)}")
+        elif b.adjoint_emit is not None:
             self.adjoint_call(s, lambda a, g, r: b.adjoint_emit(a, g, r[0] if r else None, op.template))
         else:
             self.adjoint_call(s, lambda a, g, r: f"{b.adjoint}({', '.join(a + g + r)})")
