@@ -136,11 +136,15 @@ class AdjointPrinter:
                                     for a in op.args])
 
     def replay_If(self, s: ir.If):
+        self.branches(s, self.replay)
+
+    def branches(self, s: ir.If, walk):
+        """``if`` / ``else`` with each branch printed by ``walk`` (the replay or the reverse pass)."""
         self.line(f"if ({ref(s.cond)}) {{")
-        self.nested(self.replay, s.body)
+        self.nested(walk, s.body)
         if s.orelse:
             self.line("} else {")
-            self.nested(self.replay, s.orelse)
+            self.nested(walk, s.orelse)
         self.line("}")
 
     def nested(self, walk, stmts):
@@ -271,12 +275,7 @@ class AdjointPrinter:
                                 f"(differentiate around it, or launch with enable_backward=False)", loc)
 
     def reverse_If(self, s: ir.If):
-        self.line(f"if ({ref(s.cond)}) {{")
-        self.nested(self.reverse, s.body)
-        if s.orelse:
-            self.line("} else {")
-            self.nested(self.reverse, s.orelse)
-        self.line("}")
+        self.branches(s, self.reverse)
 
     def reverse_For(self, s):
         self.reverse_loop(s)
