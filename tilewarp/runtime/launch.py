@@ -199,18 +199,19 @@ class Launch:
 
 
 def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), device=None, stream=None,
-           adjoint=False, record_tape=True, record_cmd=False, max_blocks=0, block_dim=256):
-    """Run ``kernel`` over ``dim`` threads (Warp's signature and defaults)."""
+           adjoint=False, record_tape=True, record_cmd=False, max_blocks=0, block_dim=256, _tracked=False):
+    """Run ``kernel`` over ``dim`` threads (Warp's signature and defaults; ``_tracked``: internal,
+    the Tape bookkeeping is done by the caller)."""
     if adjoint:
         return launch_adjoint(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device, stream, block_dim)
-    if tape_state.tracking and not record_cmd:  # a Tape is in use: versions and recording
+    if tape_state.tracking and not record_cmd and not _tracked:  # a Tape is in use: versions, recording
         return _launch_tracked(kernel, dim, inputs, outputs, device, stream, record_tape, max_blocks, block_dim)
     if stream is not None:  # the stream decides the device; issue there instead of the current stream
         from .stream import on_stream
 
         with on_stream(stream, device):
             return launch(kernel, dim, inputs, outputs, device=stream.device, record_tape=record_tape,
-                          record_cmd=record_cmd, max_blocks=max_blocks, block_dim=block_dim)
+                          record_cmd=record_cmd, max_blocks=max_blocks, block_dim=block_dim, _tracked=_tracked)
     values = [*inputs, *outputs] if outputs else inputs if type(inputs) is list else list(inputs)
     if device is None:
         for v in values:
@@ -247,12 +248,8 @@ def _launch_tracked(kernel, dim, inputs, outputs, device, stream, record_tape, m
     (with the versions of the arrays it read) on the active tape."""
     from ..autodiff.access import param_access
 
-    tape_state.tracking = False  # the launch itself takes the plain path
-    try:
-        launch(kernel, dim, inputs, outputs, device=device, stream=stream, max_blocks=max_blocks,
-               block_dim=block_dim)
-    finally:
-        tape_state.tracking = True
+    launch(kernel, dim, inputs, outputs, device=device, stream=stream, max_blocks=max_blocks, block_dim=block_dim,
+           _tracked=True)
     values = [*inputs, *outputs]
     read, written = param_access(kernel.specialization_for(values).ir)
     for k in written:
