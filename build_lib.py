@@ -1,5 +1,5 @@
 """Build the native runtime (libtilewarp_cpu: the thread pool; libtilewarp_cuda: the CUDA launch
-entry) into the kernel cache.
+entry; _tw_launch: wp.launch's native hot path, a CPython extension) into the kernel cache.
 
     python build_lib.py
 
@@ -23,6 +23,10 @@ def main() -> str:
     native_library()  # builds it; needs no GPU (without libcuda it is built but not loaded)
     built = sorted(glob.glob(os.path.join(_cache_dir(), "runtime", "libtilewarp_cuda-*.so")))
     print(f"CUDA launch entry: {built[-1] if built else 'not built'}")
+    from tilewarp.runtime import native_launch
+
+    ext = native_launch.extension()  # needs Python's headers; without them wp.launch stays in Python
+    print(f"native launch path: {ext.__file__ if ext is not None else 'not built (no Python headers?)'}")
     return path
 
 

@@ -1,6 +1,6 @@
-"""Where a CUDA launch's host time goes, all variants in one run: wp.launch on each kind of stream,
-the native entry and cuda.bindings with pre-packed arguments, the Python share with the driver
-call stubbed, graph replay, and (``--floor``, on by default) the driver alone from a C loop
+"""Where a CUDA launch's host time goes, all variants in one run: wp.launch through the native path
+(launch_ext.cpp) and through the general Python path, on each kind of stream, the native entry and
+cuda.bindings with pre-packed arguments, the Python share with the driver call stubbed, graph replay, and (``--floor``, on by default) the driver alone from a C loop
 (``cuda_launch_floor.py``: streams, parameter passing, kernels, queue depth, GPU drain rate).
 
     python benchmarks/cuda_launch_bench.py [--device cuda:0] [--iters 2000] [--no-floor]
@@ -22,6 +22,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import tilewarp as wp  # noqa: E402
+from tilewarp.runtime import native_launch  # noqa: E402
 from tilewarp.runtime.cuda import LaunchRec  # noqa: E402
 
 KERNEL = '''
@@ -68,10 +69,15 @@ def wp_rows(k, dev, dev_name, a, b, n):
     noop = lambda: wp.launch(k.noop, dim=1, inputs=[a], device=dev)  # noqa: E731
     rows = [("wp.launch noop (1 array)", timeit(noop, n)),
             ("wp.launch noop, submit only (200, no sync)", timeit(noop, 200, sync=False)),
+            ("wp.launch noop dim=0 (everything but the submit)", timeit(
+                lambda: wp.launch(k.noop, dim=0, inputs=[a], device=dev), n)),
             ("wp.launch noop, device as a string", timeit(
                 lambda: wp.launch(k.noop, dim=1, inputs=[a], device=dev_name), n)),
             ("wp.launch 4 params", timeit(
                 lambda: wp.launch(k.bump, dim=1, inputs=[a, b, 1.0, 3], device=dev), n))]
+    fast, native_launch.fast = native_launch.fast, None
+    rows.append(("wp.launch noop, general path (native path off)", timeit(noop, n)))
+    native_launch.fast = fast
     if not dev.is_cuda:
         return rows
     backend = dev.backend
@@ -87,8 +93,9 @@ def wp_rows(k, dev, dev_name, a, b, n):
     compiled = k.noop.compiled(dev)
     real, real_submit = backend.launch, compiled.submit
     backend.launch = compiled.submit = lambda *x, **kw: None
-    rows.append(("wp.launch Python only (driver entry stubbed)", timeit(noop, n)))
-    backend.launch, compiled.submit = real, real_submit
+    fast, native_launch.fast = native_launch.fast, None
+    rows.append(("wp.launch general path, Python only (driver entry stubbed)", timeit(noop, n)))
+    backend.launch, compiled.submit, native_launch.fast = real, real_submit, fast
     with wp.ScopedCapture(dev) as cap:
         for _ in range(100):
             noop()
@@ -148,7 +155,8 @@ def main():
             rows += [(name, tot if tot is not None else sub, sub if tot is not None else None)
                      for name, sub, tot in floor_rows]
     print(f"device: {dev} ({dev.name}), iters={args.iters}, native entry: "
-          f"{'yes' if dev.is_cuda and dev.backend._native is not None else 'no'}")
+          f"{'yes' if dev.is_cuda and dev.backend._native is not None else 'no'}, native launch path: "
+          f"{'yes' if native_launch.fast is not None else 'no'}")
     for fact in facts:
         print(fact)
     print(f"{'':<86s} {'total us':>9s} {'submit us':>9s}")

@@ -4,6 +4,8 @@ Only read at compile/launch time and folded into the frozen compile ``Options``,
 effect for kernels compiled afterwards and always changes the cache key.
 """
 import os
+import sys
+import types
 
 #: "release" or "debug": debug builds check every array index and ``assert`` and raise
 #: ``KernelRuntimeError`` after the launch (a module's ``"mode"`` option overrides this).
@@ -20,3 +22,21 @@ fast_math: bool = False
 host_compiler: str | None = os.environ.get("CXX")
 #: After every launch, check the float arrays the kernel writes for NaN/Inf (raises KernelRuntimeError).
 verify_fp: bool = False
+
+#: Called with the setting's name after any ``wp.config.<name> = value`` (and after a module's
+#: options change): the launch caches decide debug vs release and ``verify_fp`` once per kernel.
+_listeners: list = []
+
+
+def _notify(name: str) -> None:
+    for listener in _listeners:
+        listener(name)
+
+
+class _Settings(types.ModuleType):
+    def __setattr__(self, name, value):
+        super().__setattr__(name, value)
+        _notify(name)
+
+
+sys.modules[__name__].__class__ = _Settings

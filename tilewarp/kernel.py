@@ -148,6 +148,7 @@ class Kernel:
         self._overloads: dict = {}  # concrete argument types -> specialisation
         self._by_key: dict = {None: None}  # generics.fast_key of launch arguments -> specialisation
         self._generic_at = None  # positions of the generic parameters
+        self._tw_fast: list = []  # native launchers, one per device (runtime/native_launch.py)
 
     @property
     def symbol(self) -> str:

@@ -20,6 +20,25 @@ DEFAULTS = {
     "deterministic_max_records": 0, "default_grid_stride": None,
 }
 
+class _Options(dict):
+    """One module's options: a dict whose every change is announced (``config._notify``), since
+    launches remember whether a kernel runs in debug mode."""
+
+
+def _announcing(name):
+    method = getattr(dict, name)
+
+    def changed(self, *args, **kwargs):
+        result = method(self, *args, **kwargs)
+        config._notify("module_options")
+        return result
+
+    return changed
+
+
+for _name in ("__setitem__", "__delitem__", "__ior__", "update", "setdefault", "pop", "popitem", "clear"):
+    setattr(_Options, _name, _announcing(_name))
+
 _OPTIONS: dict = {}  # Python module name -> its options dict
 
 
@@ -32,7 +51,7 @@ def _module_name(module, depth: int) -> str:
 def _options_of(name: str) -> dict:
     opts = _OPTIONS.get(name)
     if opts is None:
-        opts = _OPTIONS[name] = dict(DEFAULTS)
+        opts = _OPTIONS[name] = _Options(DEFAULTS)
     return opts
 
 

@@ -23,6 +23,7 @@ class CompiledKernel:
     source: str
     checks: object = None  # runtime.debug.DebugChecks in debug builds: the error slot and its sites
     submit: object = None  # backend.launcher(handle), made by wp.launch on first use: its hot path
+    launcher: object = None  # the native path's Launcher (False: none), made on first use
 
 
 def log(message: str) -> None:

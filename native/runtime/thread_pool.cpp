@@ -11,6 +11,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <thread>
 #include <vector>
@@ -285,4 +286,20 @@ TW_EXPORT void tw_cpu_launch_ex(tw_task_fn fn, const void* args, int64_t n, int6
 
 TW_EXPORT void tw_cpu_launch(tw_task_fn fn, const void* args, int64_t n, int64_t grain) {
     tw_cpu_launch_ex(fn, args, n, grain, 1);
+}
+
+// wp.launch's entry, the same shape as tw_cuda_submit (native/runtime/cuda_launch.cpp) so one
+// caller serves both backends: `args` is the kernel's argument block, which starts with its
+// tw::launch_bounds_t (the task count at byte 24); the rest comes from the record.
+struct tw_cpu_rec {
+    tw_task_fn fn;
+    const int64_t* min_parallel_tasks;  // the backend's setting, read at each launch
+    int64_t block_dim;
+};
+
+TW_EXPORT int tw_cpu_submit(const tw_cpu_rec* rec, const char* args) {
+    int64_t n;
+    memcpy(&n, args + 24, sizeof n);
+    tw_cpu_launch_ex(rec->fn, args, n, *rec->min_parallel_tasks, rec->block_dim);
+    return 0;
 }

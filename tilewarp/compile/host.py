@@ -197,11 +197,17 @@ def compile_shared(source: str, out_path, *, include_dirs=(), defines=None, opt_
     os.replace(tmp, out)
 
 
-def build_runtime(cache_dir) -> str:
-    """Build native/runtime/thread_pool.cpp into the cache (once per source + compiler identity)."""
-    src = RUNTIME_SOURCE.read_text()
-    key = hashlib.sha256((src + "\0" + target_identity()).encode()).hexdigest()[:16]
-    out = Path(cache_dir) / "runtime" / f"libtilewarp_cpu-{key}.so"
+def build_native(source: Path, stem: str, cache_dir, key_extra: str = "", **options) -> str:
+    """Build the native runtime source ``source`` into ``<cache_dir>/runtime/<stem>-<key>.so``, once
+    per source text, compiler identity and ``key_extra``; ``options`` go to ``compile_shared``."""
+    src = source.read_text()
+    key = hashlib.sha256("\0".join((src, target_identity(), key_extra)).encode()).hexdigest()[:16]
+    out = Path(cache_dir) / "runtime" / f"{stem}-{key}.so"
     if not out.is_file():
-        compile_shared(src, out, opt_level=2, extra_flags=["-pthread"])
+        compile_shared(src, out, opt_level=2, **options)
     return str(out)
+
+
+def build_runtime(cache_dir) -> str:
+    """The CPU runtime (native/runtime/thread_pool.cpp: the thread pool and tw_cpu_submit)."""
+    return build_native(RUNTIME_SOURCE, "libtilewarp_cpu", cache_dir, extra_flags=["-pthread"])

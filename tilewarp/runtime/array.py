@@ -53,6 +53,7 @@ class array:
                  capacity=None, device=None, pinned=False, copy=True, owner=False, deleter=None, ndim=None,
                  grad=None, requires_grad=False):
         self._desc = None
+        self._tw_token = None  # (signature, descriptor bytes) for native launches, dropped with _desc
         self._grad = None
         self._requires_grad = False
         self._owner = None
@@ -159,7 +160,7 @@ class array:
     @grad.setter
     def grad(self, value):
         self._grad = value
-        self._desc = None
+        self._desc = self._tw_token = None
 
     @property
     def requires_grad(self) -> bool:
@@ -170,7 +171,7 @@ class array:
         if value and self._grad is None:
             self._grad = zeros(self.shape, dtype=self.dtype, device=self.device)
         self._requires_grad = bool(value)
-        self._desc = None
+        self._desc = self._tw_token = None
 
     def __class_getitem__(cls, params):
         """``wp.array[float]``, ``wp.array[wp.vec3, 2]``: an annotation, as in Warp 1.19."""

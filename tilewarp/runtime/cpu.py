@@ -13,6 +13,8 @@ import numpy as np
 
 from tilewarp.errors import TileWarpError
 
+from .native_launch import SubmitEntry
+
 ALIGNMENT = 64
 #: Launches of at most this many tasks run inline on the caller (no thread wake-up). Waking the pool
 #: costs ~2-10 us, about the time 2-4k trivial tasks take; above this the work is split over threads.
@@ -44,6 +46,8 @@ def runtime_library() -> ctypes.CDLL:
                 i64, vp = ctypes.c_int64, ctypes.c_void_p
                 lib.tw_cpu_launch_ex.argtypes = [vp, vp, i64, i64, i64]
                 lib.tw_cpu_launch_ex.restype = None
+                lib.tw_cpu_submit.argtypes = [vp, ctypes.c_char_p]
+                lib.tw_cpu_submit.restype = ctypes.c_int
                 lib.tw_cpu_launch.argtypes = [vp, vp, i64, i64]
                 lib.tw_cpu_launch.restype = None
                 lib.tw_cpu_partition.argtypes = [i64, i64, i64, ctypes.POINTER(i64), i64]
@@ -72,13 +76,28 @@ class CpuModule:
         return ctypes.cast(fn, ctypes.c_void_p).value
 
 
+class CpuRec(ctypes.Structure):
+    """Mirror of ``tw_cpu_rec`` in thread_pool.cpp."""
+    _fields_ = [("fn", ctypes.c_void_p), ("min_parallel_tasks", ctypes.c_void_p), ("block_dim", ctypes.c_int64)]
+
+
 class CpuBackend:
     name = "cpu"
 
     def __init__(self):
         self._buffers: dict[int, np.ndarray] = {}  # ptr -> owning buffer (keeps memory alive)
         self._launch = None
-        self.min_parallel_tasks = MIN_PARALLEL_TASKS
+        self._min_parallel = ctypes.c_int64(MIN_PARALLEL_TASKS)  # native launches read it here
+        self._recs: list = []  # keeps CpuRec structs alive
+
+    @property
+    def min_parallel_tasks(self) -> int:
+        """Launches of at most this many tasks run inline on the calling thread."""
+        return self._min_parallel.value
+
+    @min_parallel_tasks.setter
+    def min_parallel_tasks(self, n: int):
+        self._min_parallel.value = int(n)
 
     # ---- memory ----
     def alloc(self, nbytes: int) -> int:
@@ -119,15 +138,16 @@ class CpuBackend:
         if n_tasks > 0:
             launch(handle, args_ptr, n_tasks, self.min_parallel_tasks, block_dim)
 
-    def launcher(self, handle: int):
-        """wp.launch's entry for ``handle``: ``submit(args, n_tasks, block_dim)``, ``args`` being the
-        packed argument block as bytes (ctypes passes a pointer into it) and ``n_tasks`` > 0."""
-        launch = runtime_library().tw_cpu_launch_ex
+    def launcher(self, handle: int) -> SubmitEntry:
+        """wp.launch's entry for ``handle``: ``tw_cpu_submit(rec, args)`` with a record per block size,
+        ``args`` being the packed argument block as bytes (the task count is read from it)."""
+        return SubmitEntry(runtime_library().tw_cpu_submit, handle, lambda block_dim: self._block_rec(handle, block_dim),
+                           _never_fails)
 
-        def submit(args, n_tasks, block_dim):
-            launch(handle, args, n_tasks, self.min_parallel_tasks, block_dim)
-
-        return submit
+    def _block_rec(self, handle: int, block_dim: int) -> int:
+        rec = CpuRec(handle, ctypes.addressof(self._min_parallel), block_dim)
+        self._recs.append(rec)
+        return ctypes.addressof(rec)
 
     # ---- thread pool ----
     @property
@@ -144,3 +164,7 @@ class CpuBackend:
         bounds = (ctypes.c_int64 * cap)()
         k = runtime_library().tw_cpu_partition(n_tasks, self.min_parallel_tasks, block_dim, bounds, cap)
         return list(bounds[: k + 1]) if k else [0]
+
+
+def _never_fails(err, *_):
+    raise TileWarpError(f"tw_cpu_submit returned {err}")  # it returns 0 always

@@ -15,9 +15,9 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
-from pathlib import Path
 
 from ..errors import CudaError, DeviceError, LaunchError
+from .native_launch import SubmitEntry
 
 _MAX_GRID_X = 2**31 - 1
 _tls = threading.local()        # .ctx: int handle of the context current on this thread
@@ -126,16 +126,11 @@ def _load_native():
     if os.environ.get("TILEWARP_CUDA_NATIVE_LAUNCH", "1") == "0":
         return None
     try:
-        from ..compile.host import compile_shared, target_identity
+        from ..compile.host import NATIVE_DIR, build_native
         from .cpu import _cache_dir
-        import hashlib
 
-        src = (Path(__file__).resolve().parents[2] / "native" / "runtime" / "cuda_launch.cpp").read_text()
-        key = hashlib.sha256((src + "\0" + target_identity()).encode()).hexdigest()[:16]
-        out = Path(_cache_dir()) / "runtime" / f"libtilewarp_cuda-{key}.so"
-        if not out.is_file():
-            compile_shared(src, out, opt_level=2, link_flags=["-ldl"])
-        lib = ctypes.CDLL(str(out))
+        lib = ctypes.CDLL(build_native(NATIVE_DIR / "runtime" / "cuda_launch.cpp", "libtilewarp_cuda", _cache_dir(),
+                                       link_flags=["-ldl"]))
     except Exception:  # noqa: BLE001 - no compiler / no source: the cuda.bindings path still works
         return None
     vp, i64 = ctypes.c_void_p, ctypes.c_int64
@@ -419,25 +414,18 @@ class CudaBackend:
         """wp.launch's entry for ``handle``: ``submit(args, n_tasks, block_dim)`` launches on the
         current stream, ``args`` being the packed argument block as bytes (``n_tasks`` > 0).
 
-        Natively that is one ctypes call with two pointers: a record per block size (made on first
-        use) and the bytes, whose launch bounds give the task count; the context check happens in C.
+        Natively that is ``tw_cuda_submit(rec, args)``: a record per block size (made on first use)
+        and the block, whose launch bounds give the task count; the context check happens in C.
         """
         native = self._submit
         if native is None:
             return lambda args, n_tasks, block_dim: self.launch(handle, args, n_tasks, block_dim)
-        recs: dict[int, int] = {}  # block_dim -> address of its LaunchRec
-        pending = self._pending
 
-        def submit(args, n_tasks, block_dim):
-            rec = recs.get(block_dim)
-            if rec is None:
-                rec = recs[block_dim] = self._block_rec(handle, block_dim)
-            pending.add(handle)
-            err = native(rec, args)
-            if err:
-                self._submit_failed(err, native, rec, args, handle, n_tasks, block_dim)
+        def failed(err, rec, args, n_tasks, block_dim):
+            self._submit_failed(err, native, rec, args, handle, n_tasks, block_dim)
 
-        return submit
+        return SubmitEntry(native, handle, lambda block_dim: self._block_rec(handle, block_dim), failed,
+                           self._pending)
 
     def _block_rec(self, handle: int, block_dim: int) -> int:
         if not 0 < block_dim < 2**31:  # the native entry divides by it; the driver checks the rest

@@ -6,6 +6,7 @@ import platform
 import threading
 
 from ..errors import DeviceError
+from . import native_launch
 
 
 def _cpu_backend(ordinal):
@@ -225,6 +226,7 @@ def get_device(ident=None) -> Device:
     if ident is None:
         if not _default:
             _default.append(get_preferred_device())
+            publish_defaults()
         return _default[-1]
     if not isinstance(ident, str):
         raise DeviceError(f"not a device: {ident!r}")
@@ -241,6 +243,7 @@ def get_device(ident=None) -> Device:
 def set_device(ident) -> None:
     device = get_device(ident)
     _default[:] = [device]
+    publish_defaults()
 
 
 def get_cuda_devices() -> list:
@@ -260,10 +263,18 @@ class ScopedDevice:
     def __enter__(self):
         get_device(None)
         _default.append(self.device)
+        publish_defaults()
         return self.device
 
     def __exit__(self, *exc):
         _default.pop()
+        publish_defaults()
+
+
+def publish_defaults() -> None:
+    """Tell the native launch path what device=None (no array arguments) and device="cuda" mean now."""
+    current = _default[-1] if _default else None
+    native_launch.publish_defaults(current, current if current is not None and current.is_cuda else None)
 
 
 def synchronize() -> None:

@@ -15,7 +15,7 @@ from .debug import checked_launch
 from .indexedarray import converter as indexed_converter
 from .packing import make_pack_bytes
 from .device import Device, get_device
-from . import tape_state
+from . import native_launch, tape_state
 
 
 def _converter(t, name):
@@ -202,6 +202,10 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
            adjoint=False, record_tape=True, record_cmd=False, max_blocks=0, block_dim=256, _tracked=False):
     """Run ``kernel`` over ``dim`` threads (Warp's signature and defaults; ``_tracked``: internal,
     the Tape bookkeeping is done by the caller)."""
+    fast = native_launch.fast  # the native hot path: True when it launched, False when it did nothing
+    if fast is not None and stream is None and not (adjoint or record_cmd) and (_tracked or not tape_state.tracking):
+        if fast(kernel, dim, inputs, outputs, device, block_dim):
+            return None
     if adjoint:
         return launch_adjoint(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device, stream, block_dim)
     if tape_state.tracking and not record_cmd and not _tracked:  # a Tape is in use: versions, recording
@@ -235,11 +239,13 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     except (KeyError, TypeError):
         size, bounds = packer.bounds_bytes(dim)
     args = packer.pack_bytes(values, device, bounds)
+    submit = compiled.submit
+    if submit is None:
+        submit = compiled.submit = device.backend.launcher(compiled.handle)
     if size:
-        submit = compiled.submit
-        if submit is None:
-            submit = compiled.submit = device.backend.launcher(compiled.handle)
         submit(args, size, block_dim)
+    if generic is False and compiled.launcher is not False:  # the next launch can go native
+        native_launch.remember(kernel, compiled)
     return None
 
 

@@ -3,9 +3,10 @@ builds, at a fraction of the cost (issue 4: a launch's host time).
 
 Building a ctypes Structure with nested struct fields costs ~0.4 us per launch; one precompiled
 ``struct.Struct.pack`` of the same layout (padding taken from the ctypes field offsets) costs
-~0.06 us. Array descriptors are cached as bytes on the array's descriptor object, which the array
-replaces whenever it changes (grad, requires_grad), so a cached block never outlives its array
-state. The per-kernel function is generated, unrolled over the parameters, with the common array
+~0.06 us. Array descriptors are cached as bytes in the array's token (``native_launch.array_token``),
+which the array drops whenever its descriptor changes (grad, requires_grad), so cached bytes never
+outlive the array's state; the native launch path (``native_launch``) reads the same token. The
+per-kernel function is generated, unrolled over the parameters, with the common array
 case (right dtype, ndim and device) inlined; everything else goes through the parameter's
 converter, which raises the same errors (naming the parameter) as ``pack``.
 """
@@ -16,6 +17,7 @@ import struct
 
 from .. import types as T
 from .array import array
+from .native_launch import array_token
 
 #: struct codes for scalar fields by (kind, byte size); float16 arrives as its uint16 bits
 _SCALAR_CODES = {("float", 4): "f", ("float", 8): "d", ("float", 2): "H", ("bool", 1): "?",
@@ -25,15 +27,14 @@ _SCALAR_CODES = {("float", 4): "f", ("float", 8): "d", ("float", 2): "H", ("bool
 
 def _bytes_converter(t, conv):
     """``conv`` (value, device) -> ctypes object, turned into bytes; for arrays the bytes are
-    cached on the descriptor (the inlined fast path reads them back)."""
+    cached in the array's token (the inlined fast path reads them back)."""
     if not T.is_array(t) or isinstance(t, T.IndexedArrayType):
         return lambda value, device: bytes(conv(value, device))
 
     def array_bytes(value, device):
         desc = conv(value, device)  # raises naming the parameter; None gives an empty descriptor
         if type(value) is array and value._desc is desc:
-            b = desc._tw_bytes = bytes(desc)
-            return b
+            return array_token(value)[1]
         return bytes(desc)
 
     return array_bytes
@@ -77,8 +78,8 @@ def make_pack_bytes(packer):
         lines += [f"    x = v[{k}]",
                   f"    if type(x) is A and x.dtype is t{k} and x.ndim == {t.ndim} and x.device is d:",
                   "        try:",
-                  f"            a{k} = x._desc._tw_bytes",
-                  "        except AttributeError:  # no descriptor yet, or not cached",
+                  f"            a{k} = x._tw_token[1]",
+                  "        except TypeError:  # no token: not launched since made or changed",
                   f"            a{k} = c{k}(x, d)",
                   "    else:",
                   f"        a{k} = c{k}(x, d)"]

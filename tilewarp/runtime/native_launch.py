@@ -1,0 +1,189 @@
+"""wp.launch's native hot path, shared by the CPU and CUDA backends.
+
+Each backend submits a packed argument block through one C function of the same shape,
+``int submit(const void* rec, const char* args)`` (``tw_cpu_submit`` in thread_pool.cpp,
+``tw_cuda_submit`` in cuda_launch.cpp), ``rec`` being a launch record per kernel and block size.
+``SubmitEntry`` wraps it for one kernel: called from Python with the block as bytes (the general
+path), or handed to the CPython extension ``_tw_launch`` (native/runtime/launch_ext.cpp) as a
+``Launcher`` that checks and packs the arguments itself, so a repeated ``wp.launch`` costs a few
+hundred nanoseconds before the driver instead of ~1.3 us.
+
+The extension is built into the kernel cache on first use, like the other native libraries; without
+Python's headers or a host compiler (or with ``TILEWARP_FAST_LAUNCH=0``) every launch takes the
+general path, which gives the same results. A launcher is remembered on the kernel after a launch
+through the general path (``remember``); ``forget_all`` drops them when a setting that decides how a
+kernel launches changes (``wp.config``, module options).
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import importlib.util
+import os
+import sys
+import sysconfig
+import threading
+import weakref
+from pathlib import Path
+
+from .. import config
+from .. import types as T
+
+#: ``launch(kernel, dim, inputs, outputs, device, block_dim) -> bool`` of the loaded extension, or
+#: None until it is loaded (or when it cannot be); wp.launch reads it on every call.
+fast = None
+
+_SOURCE = Path(__file__).resolve().parents[2] / "native" / "runtime" / "launch_ext.cpp"
+_ext = None
+_tried = False
+_lock = threading.Lock()
+_kernels: weakref.WeakSet = weakref.WeakSet()  # kernels holding launchers, for forget_all
+_signatures: dict = {}
+
+# Parameter kinds, as numbered in launch_ext.cpp (kArray, kBytes, then the scalars by kind and size).
+_ARRAY, _BYTES = 0, 1
+_SCALAR_KINDS = {("float", 4): 2, ("float", 8): 3, ("bool", 1): 4, ("int", 1): 5, ("int", 2): 6, ("int", 4): 7,
+                 ("int", 8): 8, ("uint", 1): 9, ("uint", 2): 10, ("uint", 4): 11, ("uint", 8): 12}
+
+
+def signature(dtype, ndim: int, device):
+    """One shared tuple per (dtype, ndim, device): an array token and a kernel parameter match when
+    their signatures are the same object."""
+    key = (dtype, ndim, device)
+    return _signatures.setdefault(key, key)
+
+
+def array_token(a):
+    """``(signature, descriptor bytes)`` of array ``a``, cached on it as ``_tw_token`` until its
+    descriptor changes (the array drops both together); None for an array with no storage."""
+    if a.shape is None or a.device is None:
+        return None
+    token = a._tw_token = (signature(a.dtype, a.ndim, a.device), bytes(a.__ctype__()))
+    return token
+
+
+def native_params(packer, device):
+    """The extension's view of ``packer``'s argument block: (kind, offset, size, signature or class)
+    per parameter, or None when a parameter is of a kind only Python packs (structs, indexed arrays,
+    float16)."""
+    params = []
+    for (fname, _), p in zip(packer.struct._fields_[1:], packer.fn.params):
+        field, t = getattr(packer.struct, fname), p.type
+        if T.is_array(t) and not isinstance(t, T.IndexedArrayType):
+            params.append((_ARRAY, field.offset, field.size, signature(t.dtype, t.ndim, device)))
+        elif T.is_composite(t):
+            params.append((_BYTES, field.offset, field.size, t))
+        elif T.is_scalar(t) and (t._kind_, field.size) in _SCALAR_KINDS and t is not T.float16:
+            params.append((_SCALAR_KINDS[t._kind_, field.size], field.offset, field.size, None))
+        else:
+            return None
+    return params
+
+
+class SubmitEntry:
+    """A backend's native submit function for one kernel: ``fn(rec, args) -> error code`` through
+    ctypes, the records per block size (``make_rec(block_dim)`` -> address), what to do on an error
+    (``failed(err, rec, args, n_tasks, block_dim)``: retry or raise) and, for CUDA, the set of
+    kernels launched since the last synchronisation."""
+
+    def __init__(self, fn, handle, make_rec, failed, pending=None):
+        self.fn, self.handle, self.make_rec, self.failed, self.pending = fn, handle, make_rec, failed, pending
+        self.address = ctypes.cast(fn, ctypes.c_void_p).value
+        self.recs: dict = {}
+
+    def rec(self, block_dim: int) -> int:
+        rec = self.recs.get(block_dim)
+        if rec is None:
+            rec = self.recs[block_dim] = self.make_rec(block_dim)
+        return rec
+
+    def __call__(self, args: bytes, n_tasks: int, block_dim: int):
+        """Submit the packed block ``args`` (``n_tasks`` > 0): wp.launch's general path."""
+        rec = self.recs.get(block_dim)
+        if rec is None:
+            rec = self.rec(block_dim)
+        if self.pending is not None:
+            self.pending.add(self.handle)
+        err = self.fn(rec, args)
+        if err:
+            self.failed(err, rec, args, n_tasks, block_dim)
+
+    def launcher(self, packer, device):
+        """The extension's Launcher for this kernel on ``device``, or None."""
+        ext = extension()
+        params = native_params(packer, device) if ext is not None else None
+        if params is None or ctypes.sizeof(packer.struct) > 4096:
+            return None
+        return ext.make_launcher(self.address, device, device.alias, params, ctypes.sizeof(packer.struct),
+                                 packer.tid_arity, self.rec, self.failed, self.pending, self.handle)
+
+
+def remember(kernel, compiled) -> None:
+    """After a general-path launch of ``kernel`` (not generic, no debug checks): keep the compiled
+    kernel's launcher on the kernel, so the next launch on that device goes through the extension."""
+    launcher = compiled.launcher
+    if launcher is None:
+        entry = compiled.submit
+        launcher = compiled.launcher = (entry.launcher(compiled.packer, compiled.device)
+                                        if isinstance(entry, SubmitEntry) else None) or False
+    if launcher is False or launcher in kernel._tw_fast:
+        return
+    with _lock:
+        kernel._tw_fast[:] = [x for x in kernel._tw_fast if x.device is not launcher.device] + [launcher]
+        _kernels.add(kernel)
+
+
+def forget_all(*_) -> None:
+    """Drop every remembered launcher: the next launch of each kernel decides again in Python."""
+    with _lock:
+        for k in list(_kernels):
+            k._tw_fast.clear()
+        _kernels.clear()
+
+
+def publish_defaults(default_device, cuda_device) -> None:
+    """Tell the extension what ``device=None`` (with no array arguments) and ``device="cuda"`` mean
+    now (None: let Python decide)."""
+    if _ext is not None:
+        _ext.set_defaults(default_device, cuda_device)
+
+
+def extension():
+    """The loaded extension module, or None (built on first use; tried once per process)."""
+    global _ext, _tried, fast
+    if not _tried:
+        with _lock:
+            if not _tried:
+                _ext = _load()
+                if _ext is not None:
+                    from .array import array
+                    from .device import publish_defaults as publish
+
+                    _ext.configure(array, array_token)
+                    publish()
+                    fast = _ext.launch
+                _tried = True
+    return _ext
+
+
+def _load():
+    if os.environ.get("TILEWARP_FAST_LAUNCH", "1") == "0":
+        return None
+    include = sysconfig.get_paths().get("include")
+    if not include or not os.path.isfile(os.path.join(include, "Python.h")):
+        return None
+    try:
+        from ..compile.host import build_native
+        from .cpu import _cache_dir
+
+        path = build_native(_SOURCE, "_tw_launch", _cache_dir(), key_extra=f"{sys.version}|{include}",
+                            include_dirs=[include])
+        spec = importlib.util.spec_from_file_location("_tw_launch", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    except Exception:  # noqa: BLE001 - no compiler, or it fails: the general path still works
+        return None
+
+
+config._listeners.append(forget_all)
