@@ -95,10 +95,35 @@ def _results(outs):
     return [o.numpy().copy() for o in outs]  # a CPU array's numpy() shares its memory
 
 
+@pytest.fixture(autouse=True)
+def _loaded():
+    """The extension is built in the background on first use; these tests need it loaded."""
+    assert native_launch.extension() is not None, "launch_ext.cpp did not build or load"
+
+
 def test_extension_builds_where_python_headers_exist():
-    ext = native_launch.extension()
-    assert ext is not None, "launch_ext.cpp did not build or load"
-    assert native_launch.fast is ext.launch
+    assert native_launch.fast is native_launch.extension().launch
+
+
+def test_first_build_happens_in_the_background(tmp_path):
+    """With an empty kernel cache, the first launches take the general path while the extension
+    builds; once it is loaded, the next launch goes native."""
+    code = ("import numpy as np, tilewarp as wp, time\n"
+            "from tilewarp.runtime import native_launch\n"
+            "@wp.kernel\n"
+            "def k(a: wp.array(dtype=float)):\n"
+            "    a[wp.tid()] += 1.0\n"
+            "a = wp.zeros(3, dtype=float, device='cpu')\n"
+            "for _ in range(2): wp.launch(k, dim=3, inputs=[a], device='cpu')\n"
+            "print(native_launch.fast is None, native_launch._loader.is_alive())\n"
+            "native_launch._ready.wait()\n"
+            "for _ in range(2): wp.launch(k, dim=3, inputs=[a], device='cpu')\n"
+            "print(native_launch.fast(k, 3, [a], (), 'cpu', 256), a.numpy().tolist())\n")
+    script = tmp_path / "first_build.py"
+    script.write_text(code)
+    env = {**os.environ, "TILEWARP_CACHE_DIR": str(tmp_path / "cache")}
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split("\n")[-3:-1] == ["True True", "True [5.0, 5.0, 5.0]"]
 
 
 def test_native_launch_equals_general_path(device, monkeypatch):
@@ -332,4 +357,4 @@ def test_disabled_by_environment(tmp_path):
 
 def test_no_python_headers_means_no_extension(monkeypatch, tmp_path):
     monkeypatch.setattr(sysconfig, "get_paths", lambda: {"include": str(tmp_path)})
-    assert native_launch._load() is None
+    assert native_launch._library() is None

@@ -197,14 +197,19 @@ def compile_shared(source: str, out_path, *, include_dirs=(), defines=None, opt_
     os.replace(tmp, out)
 
 
+def native_output(source: Path, stem: str, cache_dir, key_extra: str = "") -> Path:
+    """Where ``build_native`` puts ``source``'s library: ``<cache_dir>/runtime/<stem>-<key>.so``, the
+    key hashing the source text, the compiler identity and ``key_extra``."""
+    key = hashlib.sha256("\0".join((source.read_text(), target_identity(), key_extra)).encode()).hexdigest()[:16]
+    return Path(cache_dir) / "runtime" / f"{stem}-{key}.so"
+
+
 def build_native(source: Path, stem: str, cache_dir, key_extra: str = "", **options) -> str:
-    """Build the native runtime source ``source`` into ``<cache_dir>/runtime/<stem>-<key>.so``, once
-    per source text, compiler identity and ``key_extra``; ``options`` go to ``compile_shared``."""
-    src = source.read_text()
-    key = hashlib.sha256("\0".join((src, target_identity(), key_extra)).encode()).hexdigest()[:16]
-    out = Path(cache_dir) / "runtime" / f"{stem}-{key}.so"
+    """Build the native runtime source ``source`` (once per ``native_output`` path); ``options`` go
+    to ``compile_shared``."""
+    out = native_output(source, stem, cache_dir, key_extra)
     if not out.is_file():
-        compile_shared(src, out, opt_level=2, **options)
+        compile_shared(source.read_text(), out, opt_level=2, **options)
     return str(out)
 
 

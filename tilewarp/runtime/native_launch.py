@@ -35,7 +35,8 @@ fast = None
 
 _SOURCE = Path(__file__).resolve().parents[2] / "native" / "runtime" / "launch_ext.cpp"
 _ext = None
-_tried = False
+_loader: threading.Thread | None = None  # loads (and if needed builds) the extension, once
+_ready = threading.Event()               # set once the loader has finished, loaded or not
 _lock = threading.Lock()
 _kernels: weakref.WeakSet = weakref.WeakSet()  # kernels holding launchers, for forget_all
 _signatures: dict = {}
@@ -84,10 +85,13 @@ class SubmitEntry:
     """A backend's native submit function for one kernel: ``fn(rec, args) -> error code`` through
     ctypes, the records per block size (``make_rec(block_dim)`` -> address), what to do on an error
     (``failed(err, rec, args, n_tasks, block_dim)``: retry or raise) and, for CUDA, the set of
-    kernels launched since the last synchronisation."""
+    kernels launched since the last synchronisation. ``release_gil``: whether the native path lets
+    other Python threads run during the call (the CPU runs the kernel inside it; CUDA's driver call
+    is a few microseconds, where releasing and taking back the GIL would add to every launch)."""
 
-    def __init__(self, fn, handle, make_rec, failed, pending=None):
+    def __init__(self, fn, handle, make_rec, failed, pending=None, release_gil=True):
         self.fn, self.handle, self.make_rec, self.failed, self.pending = fn, handle, make_rec, failed, pending
+        self.release_gil = release_gil
         self.address = ctypes.cast(fn, ctypes.c_void_p).value
         self.recs: dict = {}
 
@@ -110,12 +114,13 @@ class SubmitEntry:
 
     def launcher(self, packer, device):
         """The extension's Launcher for this kernel on ``device``, or None."""
-        ext = extension()
+        ext = _ext
         params = native_params(packer, device) if ext is not None else None
         if params is None or ctypes.sizeof(packer.struct) > 4096:
             return None
         return ext.make_launcher(self.address, device, device.alias, params, ctypes.sizeof(packer.struct),
-                                 packer.tid_arity, self.rec, self.failed, self.pending, self.handle)
+                                 packer.tid_arity, self.rec, self.failed, self.pending, self.handle,
+                                 self.release_gil)
 
 
 def remember(kernel, compiled) -> None:
@@ -123,6 +128,8 @@ def remember(kernel, compiled) -> None:
     kernel's launcher on the kernel, so the next launch on that device goes through the extension."""
     launcher = compiled.launcher
     if launcher is None:
+        if extension(wait=False) is None and not _ready.is_set():
+            return  # being built in the background: ask again at the next launch
         entry = compiled.submit
         launcher = compiled.launcher = (entry.launcher(compiled.packer, compiled.device)
                                         if isinstance(entry, SubmitEntry) else None) or False
@@ -148,41 +155,71 @@ def publish_defaults(default_device, cuda_device) -> None:
         _ext.set_defaults(default_device, cuda_device)
 
 
-def extension():
-    """The loaded extension module, or None (built on first use; tried once per process)."""
-    global _ext, _tried, fast
-    if not _tried:
+def extension(wait: bool = True):
+    """The loaded extension module, or None. It is loaded once per process; when it must be built
+    first (once per machine and cache: ~1 s of host compiler), ``wait=False`` starts the build in the
+    background and returns None until it is done, so no launch waits for it."""
+    global _loader
+    if not _ready.is_set():
         with _lock:
-            if not _tried:
-                _ext = _load()
-                if _ext is not None:
-                    from .array import array
-                    from .device import publish_defaults as publish
-
-                    _ext.configure(array, array_token)
-                    publish()
-                    fast = _ext.launch
-                _tried = True
+            if _loader is None:
+                path = _library()
+                _loader = threading.Thread(target=_install, args=(path,), name="tilewarp-native-launch", daemon=True)
+                if path is None or os.path.isfile(path[0]):
+                    _install(path)  # nothing to build: load it now
+                else:
+                    _loader.start()
+        if wait:
+            _ready.wait()
     return _ext
 
 
-def _load():
-    if os.environ.get("TILEWARP_FAST_LAUNCH", "1") == "0":
-        return None
+def _library():
+    """(the extension's path in the cache, Python's include folder), or None where it cannot be built."""
     include = sysconfig.get_paths().get("include")
-    if not include or not os.path.isfile(os.path.join(include, "Python.h")):
+    if os.environ.get("TILEWARP_FAST_LAUNCH", "1") == "0" or not include or \
+            not os.path.isfile(os.path.join(include, "Python.h")):
         return None
+    try:
+        from ..compile.host import native_output
+        from .cpu import _cache_dir
+
+        return str(native_output(_SOURCE, "_tw_launch", _cache_dir(), f"{sys.version}|{include}")), include
+    except Exception:  # noqa: BLE001 - no host compiler: the general path still works
+        return None
+
+
+def _install(library) -> None:
+    """Build (if needed) and load the extension, then switch wp.launch's hot path on."""
+    global _ext, fast
+    try:
+        ext = _load(*library) if library is not None else None
+        if ext is not None:
+            from .array import array
+            from .device import publish_defaults as publish
+
+            ext.configure(array, array_token)
+            _ext = ext
+            publish()
+            fast = ext.launch
+    finally:
+        _ready.set()
+
+
+def _load(path: str, include: str):
     try:
         from ..compile.host import build_native
         from .cpu import _cache_dir
 
-        path = build_native(_SOURCE, "_tw_launch", _cache_dir(), key_extra=f"{sys.version}|{include}",
-                            include_dirs=[include])
+        if not os.path.isfile(path):
+            built = build_native(_SOURCE, "_tw_launch", _cache_dir(), f"{sys.version}|{include}",
+                                 include_dirs=[include])
+            path = built if os.path.isfile(built) else path
         spec = importlib.util.spec_from_file_location("_tw_launch", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         return module
-    except Exception:  # noqa: BLE001 - no compiler, or it fails: the general path still works
+    except Exception:  # noqa: BLE001 - the compiler fails: the general path still works
         return None
 
 
