@@ -1,30 +1,25 @@
-"""Build the native runtime (libtilewarp_cpu: the thread pool; libtilewarp_cuda: the CUDA launch
-entry; _tw_launch: wp.launch's native hot path, a CPython extension) into the kernel cache.
+"""Build the native runtime beside the package, in tilewarp/_native/ (the kernel cache where that
+folder cannot be written): libtilewarp_cpu (the thread pool), libtilewarp_cuda (the CUDA launch
+entry) and _tw_launch (wp.launch's native hot path, a CPython extension).
 
     python build_lib.py
 
-Not required before use: the CPU backend builds it on first launch. Running it up front moves that
-one-time compile (about a second) out of the first kernel launch and checks the host compiler works.
+Not required before use: each library is built on first use (the extension in the background). Running
+this up front, once per install, moves those one-time compiles (about a second each) out of the first
+launches and checks that the host compiler works.
 """
-import glob
-import os
 import sys
 
 
 def main() -> str:
     from tilewarp.compile.host import build_runtime, compiler, target_identity
-    from tilewarp.runtime.cpu import _cache_dir
+    from tilewarp.runtime import native_launch
+    from tilewarp.runtime.cuda import build_native_library
 
-    from tilewarp.runtime.cuda import native_library
-
-    path = build_runtime(_cache_dir())
+    path = build_runtime()
     print(f"compiler: {compiler()} ({target_identity()})")
     print(f"CPU runtime: {path}")
-    native_library()  # builds it; needs no GPU (without libcuda it is built but not loaded)
-    built = sorted(glob.glob(os.path.join(_cache_dir(), "runtime", "libtilewarp_cuda-*.so")))
-    print(f"CUDA launch entry: {built[-1] if built else 'not built'}")
-    from tilewarp.runtime import native_launch
-
+    print(f"CUDA launch entry: {build_native_library()}")
     ext = native_launch.extension()  # needs Python's headers; without them wp.launch stays in Python
     print(f"native launch path: {ext.__file__ if ext is not None else 'not built (no Python headers?)'}")
     return path

@@ -8,7 +8,6 @@ returned; "total" adds the final cuCtxSynchronize (what ``anchors.py``'s sec_lau
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
 import platform
 import statistics
@@ -31,15 +30,10 @@ PER_THREAD = 2  # CU_STREAM_PER_THREAD
 
 
 def _library():
-    from tilewarp.compile.host import compile_shared, target_identity
-    from tilewarp.runtime.cpu import _cache_dir
+    from tilewarp.compile.host import build_native
 
-    src = (Path(__file__).parent / "cuda_launch_floor.cpp").read_text()
-    key = hashlib.sha256((src + target_identity()).encode()).hexdigest()[:12]
-    out = Path(_cache_dir()) / "runtime" / f"launch_floor-{key}.so"
-    if not out.is_file():
-        compile_shared(src, out, opt_level=2, link_flags=["-ldl"])
-    lib = ctypes.CDLL(str(out))
+    lib = ctypes.CDLL(build_native(Path(__file__).parent / "cuda_launch_floor.cpp", "launch_floor",
+                                   link_flags=["-ldl"]))
     vp, i64, i32, dp = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.POINTER(ctypes.c_double)
     lib.twb_launch_loop.argtypes = [vp, vp, vp, i64, i32, i32, ctypes.c_uint, i32, dp, dp]
     lib.twb_event_loop.argtypes = [vp, vp, i32, dp]

@@ -48,7 +48,7 @@ def scale(a: wp.array(dtype=float), s: float):
 
 @wp.kernel
 def index_at(a: wp.array(dtype=float), k: int):
-    i = wp.tid()
+    wp.tid()
     a[k] = a[k] + 1.0
 
 
@@ -106,9 +106,11 @@ def test_extension_builds_where_python_headers_exist():
 
 
 def test_first_build_happens_in_the_background(tmp_path):
-    """With an empty kernel cache, the first launches take the general path while the extension
+    """Where the extension is not built yet, the first launches take the general path while it
     builds; once it is loaded, the next launch goes native."""
-    code = ("import numpy as np, tilewarp as wp, time\n"
+    code = ("import numpy as np, pathlib, sys, tilewarp as wp\n"
+            "import tilewarp.compile.host as host\n"
+            "host.PACKAGE_RUNTIME_DIR = pathlib.Path(sys.argv[1])  # an empty install folder\n"
             "from tilewarp.runtime import native_launch\n"
             "@wp.kernel\n"
             "def k(a: wp.array(dtype=float)):\n"
@@ -122,7 +124,8 @@ def test_first_build_happens_in_the_background(tmp_path):
     script = tmp_path / "first_build.py"
     script.write_text(code)
     env = {**os.environ, "TILEWARP_CACHE_DIR": str(tmp_path / "cache")}
-    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, str(script), str(tmp_path / "native")], env=env, capture_output=True,
+                         text=True, check=True).stdout
     assert out.split("\n")[-3:-1] == ["True True", "True [5.0, 5.0, 5.0]"]
 
 
@@ -254,7 +257,7 @@ def test_device_spellings(device):
 def test_default_device_follows_scoped_device(device):
     @wp.kernel
     def count(n: int):
-        i = wp.tid()
+        wp.tid()
 
     with wp.ScopedDevice(device):
         _warm(count, 1, [3])

@@ -197,22 +197,43 @@ def compile_shared(source: str, out_path, *, include_dirs=(), defines=None, opt_
     os.replace(tmp, out)
 
 
-def native_output(source: Path, stem: str, cache_dir, key_extra: str = "") -> Path:
-    """Where ``build_native`` puts ``source``'s library: ``<cache_dir>/runtime/<stem>-<key>.so``, the
-    key hashing the source text, the compiler identity and ``key_extra``."""
+#: Where the native runtime libraries are built: beside the package, once per install (as Warp ships
+#: warp/bin), so a fresh kernel cache does not build them again; the kernel cache's runtime/ folder
+#: when the package folder cannot be written.
+PACKAGE_RUNTIME_DIR = Path(__file__).resolve().parents[1] / "_native"
+
+
+def native_output(source: Path, stem: str, folder=None, key_extra: str = "") -> Path:
+    """Where ``build_native`` finds or puts ``source``'s library, ``<stem>-<key>.so``, the key hashing
+    the source text, the compiler identity and ``key_extra``: in ``folder`` when given, else beside
+    the package or in the kernel cache (wherever it exists already; else the first writable)."""
     key = hashlib.sha256("\0".join((source.read_text(), target_identity(), key_extra)).encode()).hexdigest()[:16]
-    return Path(cache_dir) / "runtime" / f"{stem}-{key}.so"
+    name = f"{stem}-{key}.so"
+    if folder is not None:
+        return Path(folder) / name
+    from .cache import cache_dir
+
+    folders = (PACKAGE_RUNTIME_DIR, cache_dir() / "runtime")
+    for f in folders:
+        if (f / name).is_file():
+            return f / name
+    try:
+        PACKAGE_RUNTIME_DIR.mkdir(exist_ok=True)
+        writable = os.access(PACKAGE_RUNTIME_DIR, os.W_OK)
+    except OSError:
+        writable = False
+    return (folders[0] if writable else folders[1]) / name
 
 
-def build_native(source: Path, stem: str, cache_dir, key_extra: str = "", **options) -> str:
-    """Build the native runtime source ``source`` (once per ``native_output`` path); ``options`` go
-    to ``compile_shared``."""
-    out = native_output(source, stem, cache_dir, key_extra)
+def build_native(source: Path, stem: str, folder=None, key_extra: str = "", **options) -> str:
+    """Build the native runtime source ``source`` where ``native_output`` says, unless it is there
+    already; ``options`` go to ``compile_shared``."""
+    out = native_output(source, stem, folder, key_extra)
     if not out.is_file():
         compile_shared(source.read_text(), out, opt_level=2, **options)
     return str(out)
 
 
-def build_runtime(cache_dir) -> str:
+def build_runtime(folder=None) -> str:
     """The CPU runtime (native/runtime/thread_pool.cpp: the thread pool and tw_cpu_submit)."""
-    return build_native(RUNTIME_SOURCE, "libtilewarp_cpu", cache_dir, extra_flags=["-pthread"])
+    return build_native(RUNTIME_SOURCE, "libtilewarp_cpu", folder, extra_flags=["-pthread"])

@@ -36,13 +36,13 @@ def _cache_dir() -> str:
 
 
 def runtime_library() -> ctypes.CDLL:
-    """The native thread pool (libtilewarp_cpu), built into the cache on first use, loaded once."""
+    """The native thread pool (libtilewarp_cpu), built on first use (``build_lib.py``), loaded once."""
     global _runtime
     if _runtime is None:
         with _runtime_lock:
             if _runtime is None:
                 from tilewarp.compile.host import build_runtime
-                lib = ctypes.CDLL(build_runtime(_cache_dir()))
+                lib = ctypes.CDLL(build_runtime())
                 i64, vp = ctypes.c_int64, ctypes.c_void_p
                 lib.tw_cpu_launch_ex.argtypes = [vp, vp, i64, i64, i64]
                 lib.tw_cpu_launch_ex.restype = None

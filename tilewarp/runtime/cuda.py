@@ -122,15 +122,18 @@ def native_library():
     return _native or None
 
 
+def build_native_library() -> str:
+    """Build the launch entry (native/runtime/cuda_launch.cpp) once per install; needs no GPU."""
+    from ..compile.host import NATIVE_DIR, build_native
+
+    return build_native(NATIVE_DIR / "runtime" / "cuda_launch.cpp", "libtilewarp_cuda", link_flags=["-ldl"])
+
+
 def _load_native():
     if os.environ.get("TILEWARP_CUDA_NATIVE_LAUNCH", "1") == "0":
         return None
     try:
-        from ..compile.host import NATIVE_DIR, build_native
-        from .cpu import _cache_dir
-
-        lib = ctypes.CDLL(build_native(NATIVE_DIR / "runtime" / "cuda_launch.cpp", "libtilewarp_cuda", _cache_dir(),
-                                       link_flags=["-ldl"]))
+        lib = ctypes.CDLL(build_native_library())
     except Exception:  # noqa: BLE001 - no compiler / no source: the cuda.bindings path still works
         return None
     vp, i64 = ctypes.c_void_p, ctypes.c_int64

@@ -8,7 +8,8 @@ path), or handed to the CPython extension ``_tw_launch`` (native/runtime/launch_
 ``Launcher`` that checks and packs the arguments itself, so a repeated ``wp.launch`` costs a few
 hundred nanoseconds before the driver instead of ~1.3 us.
 
-The extension is built into the kernel cache on first use, like the other native libraries; without
+The extension is built on first use (in a background thread) or by ``build_lib.py``, beside the
+package like the other native libraries (``compile.host.native_output``); without
 Python's headers or a host compiler (or with ``TILEWARP_FAST_LAUNCH=0``) every launch takes the
 general path, which gives the same results. A launcher is remembered on the kernel after a launch
 through the general path (``remember``); ``forget_all`` drops them when a setting that decides how a
@@ -17,7 +18,6 @@ kernel launches changes (``wp.config``, module options).
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import importlib.util
 import os
 import sys
@@ -182,9 +182,8 @@ def _library():
         return None
     try:
         from ..compile.host import native_output
-        from .cpu import _cache_dir
 
-        return str(native_output(_SOURCE, "_tw_launch", _cache_dir(), f"{sys.version}|{include}")), include
+        return str(native_output(_SOURCE, "_tw_launch", key_extra=f"{sys.version}|{include}")), include
     except Exception:  # noqa: BLE001 - no host compiler: the general path still works
         return None
 
@@ -208,13 +207,10 @@ def _install(library) -> None:
 
 def _load(path: str, include: str):
     try:
-        from ..compile.host import build_native
-        from .cpu import _cache_dir
+        from ..compile.host import compile_shared
 
         if not os.path.isfile(path):
-            built = build_native(_SOURCE, "_tw_launch", _cache_dir(), f"{sys.version}|{include}",
-                                 include_dirs=[include])
-            path = built if os.path.isfile(built) else path
+            compile_shared(_SOURCE.read_text(), path, opt_level=2, include_dirs=[include])
         spec = importlib.util.spec_from_file_location("_tw_launch", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
