@@ -137,6 +137,8 @@ def main():
     ap.add_argument("--device", default="cuda:0")
     ap.add_argument("--iters", type=int, default=2000)
     ap.add_argument("--no-floor", action="store_true", help="skip the C-loop driver measurements")
+    ap.add_argument("--paired", type=int, default=0, metavar="N",
+                    help="then N alternations of wp.launch and the C loop (same kernel, stream, arguments)")
     args = ap.parse_args()
     wp.config.quiet = True
     k = load_kernels()
@@ -163,6 +165,27 @@ def main():
     for name, us, *sub in rows:
         extra = f" {sub[0]:9.2f}" if sub and sub[0] is not None else ""
         print(f"{name:<86s} {us:9.2f}{extra}")
+    if dev.is_cuda and args.paired:
+        paired(k, dev, a, args.iters, args.paired)
+
+
+def paired(k, dev, a, n, rounds):
+    """wp.launch against the driver alone, back to back, so both see the host in the same phase:
+    the difference is what tilewarp adds to a launch."""
+    from benchmarks.cuda_launch_floor import Floor
+
+    compiled = k.noop.compiled(dev)
+    packed = compiled.packer.pack([a], dev, compiled.packer.bounds(1))
+    floor = Floor(dev, int(dev.backend._cufn[compiled.handle]), packed)
+    noop = lambda: wp.launch(k.noop, dim=1, inputs=[a], device=dev)  # noqa: E731
+    diffs = []
+    print(f"{'round':<8s}{'wp.launch us':>14s}{'C loop us':>12s}{'difference':>12s}")
+    for r in range(rounds):
+        ours = timeit(noop, n, repeats=1)
+        driver = floor.loop("tilewarp noop", dev.backend.stream, n=n)[1]
+        diffs.append(ours - driver)
+        print(f"{r:<8d}{ours:14.2f}{driver:12.2f}{ours - driver:12.2f}")
+    print(f"median difference (tilewarp's share of a launch): {statistics.median(diffs):.2f} us")
 
 
 if __name__ == "__main__":

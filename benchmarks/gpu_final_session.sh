@@ -16,10 +16,10 @@ if [ "${1:-}" = tests ]; then
   echo "== native runtime (Python.h: $(python -c 'import sysconfig,os;print(os.path.isfile(sysconfig.get_paths()["include"]+"/Python.h"))'))"
   python build_lib.py 2>&1 | tail -3
   echo "== launch overhead: breakdown, then native path on/off alternated (python -m benchmarks --only launch)"
-  timeout 240 python benchmarks/cuda_launch_bench.py --device cuda:0 2>&1 | tee "$OUT/launch_breakdown.txt" | tail -45
-  for i in 1 2 3 4 5; do for cfg in "1 0" "1 1" "0 0"; do set -- $cfg
-    echo "fast=$1 release_gil=$2 $(TILEWARP_FAST_LAUNCH=$1 TILEWARP_LAUNCH_RELEASE_GIL=$2 timeout 60 python -m benchmarks \
-      --device cuda:0 --modules tilewarp --only launch 2>&1 | grep -i 'launch overhead')"; done; done | tee "$OUT/launch_ab.txt"
+  timeout 240 python benchmarks/cuda_launch_bench.py --device cuda:0 --paired 15 2>&1 | tee "$OUT/launch_breakdown.txt" | tail -20
+  for i in 1 2 3 4 5; do for fast in 1 0; do
+    echo "fast=$fast $(TILEWARP_FAST_LAUNCH=$fast timeout 60 python -m benchmarks --device cuda:0 --modules tilewarp \
+      --only launch 2>&1 | grep -i 'launch overhead')"; done; done | tee "$OUT/launch_ab.txt"
   [ -n "${SKIP_SUITE:-}" ] && exit 0
   echo "== test suite, cuda:0 as the device (one pytest per file, 12 at a time, one shared cache)"
   ls tests/test_*.py tests/*/test_*.py | xargs -P 12 -I{} sh -c 'f={}; TILEWARP_TEST_DEVICES=cuda:0 \

@@ -52,7 +52,6 @@ struct Launcher {
     PyObject* recs;     // dict: block_dim -> record address
     long last_block;
     const void* last_rec;
-    int release_gil;    // CPU: the kernel runs inside submit; CUDA: the driver call is brief
     int tid_arity;
     Py_ssize_t args_size;
     Param params[1];
@@ -325,13 +324,11 @@ PyObject* launch(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
             result = nullptr;
         } else {
             int err;
-            if (l->release_gil) {
-                Py_BEGIN_ALLOW_THREADS
-                err = l->submit(rec, block);
-                Py_END_ALLOW_THREADS
-            } else {
-                err = l->submit(rec, block);
-            }
+            // A CPU kernel runs inside submit, and a full GPU queue blocks in it; releasing the GIL
+            // costs nothing measurable next to the driver call (H100 A/B, benchmarks/RESULTS.md).
+            Py_BEGIN_ALLOW_THREADS
+            err = l->submit(rec, block);
+            Py_END_ALLOW_THREADS
             if (err) {
                 PyObject* r = PyObject_CallFunction(l->failed, "iNy#Ll", err, PyLong_FromVoidPtr(const_cast<void*>(rec)),
                                                     block, l->args_size, static_cast<long long>(n_tasks), block_dim);
@@ -351,14 +348,14 @@ int kind_size(int kind) {
 }
 
 // make_launcher(submit_address, device, alias, params, args_size, tid_arity, rec_for, failed,
-//               pending, handle, release_gil) with params a list of (kind, offset, size, type or None).
+//               pending, handle) with params a list of (kind, offset, size, type or None).
 PyObject* make_launcher(PyObject*, PyObject* args) {
     unsigned long long submit;
     PyObject *device, *alias, *params, *rec_for, *failed, *pending, *handle;
     Py_ssize_t args_size;
-    int tid_arity, release_gil;
-    if (!PyArg_ParseTuple(args, "KOUO!niOOOOp", &submit, &device, &alias, &PyList_Type, &params, &args_size,
-                          &tid_arity, &rec_for, &failed, &pending, &handle, &release_gil))
+    int tid_arity;
+    if (!PyArg_ParseTuple(args, "KOUO!niOOOO", &submit, &device, &alias, &PyList_Type, &params, &args_size,
+                          &tid_arity, &rec_for, &failed, &pending, &handle))
         return nullptr;
     if (!submit || args_size < kBoundsBytes || args_size > kMaxArgs) {
         PyErr_SetString(PyExc_ValueError, "make_launcher: bad submit address or argument block size");
@@ -396,7 +393,6 @@ PyObject* make_launcher(PyObject*, PyObject* args) {
     l->last_block = 0;
     l->last_rec = nullptr;
     l->tid_arity = tid_arity;
-    l->release_gil = release_gil;
     l->args_size = args_size;
     if (!l->recs) {
         Py_DECREF(self);

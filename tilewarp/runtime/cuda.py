@@ -428,7 +428,7 @@ class CudaBackend:
             self._submit_failed(err, native, rec, args, handle, n_tasks, block_dim)
 
         return SubmitEntry(native, handle, lambda block_dim: self._block_rec(handle, block_dim), failed,
-                           self._pending, release_gil=os.environ.get("TILEWARP_LAUNCH_RELEASE_GIL") == "1")
+                           self._pending)
 
     def _block_rec(self, handle: int, block_dim: int) -> int:
         if not 0 < block_dim < 2**31:  # the native entry divides by it; the driver checks the rest

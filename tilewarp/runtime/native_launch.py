@@ -85,13 +85,10 @@ class SubmitEntry:
     """A backend's native submit function for one kernel: ``fn(rec, args) -> error code`` through
     ctypes, the records per block size (``make_rec(block_dim)`` -> address), what to do on an error
     (``failed(err, rec, args, n_tasks, block_dim)``: retry or raise) and, for CUDA, the set of
-    kernels launched since the last synchronisation. ``release_gil``: whether the native path lets
-    other Python threads run during the call (the CPU runs the kernel inside it; CUDA's driver call
-    is a few microseconds, where releasing and taking back the GIL would add to every launch)."""
+    kernels launched since the last synchronisation."""
 
-    def __init__(self, fn, handle, make_rec, failed, pending=None, release_gil=True):
+    def __init__(self, fn, handle, make_rec, failed, pending=None):
         self.fn, self.handle, self.make_rec, self.failed, self.pending = fn, handle, make_rec, failed, pending
-        self.release_gil = release_gil
         self.address = ctypes.cast(fn, ctypes.c_void_p).value
         self.recs: dict = {}
 
@@ -119,8 +116,7 @@ class SubmitEntry:
         if params is None or ctypes.sizeof(packer.struct) > 4096:
             return None
         return ext.make_launcher(self.address, device, device.alias, params, ctypes.sizeof(packer.struct),
-                                 packer.tid_arity, self.rec, self.failed, self.pending, self.handle,
-                                 self.release_gil)
+                                 packer.tid_arity, self.rec, self.failed, self.pending, self.handle)
 
 
 def remember(kernel, compiled) -> None:
