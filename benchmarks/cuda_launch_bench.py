@@ -123,12 +123,15 @@ def entry_rows(k, dev, a, n):
     if backend._native is not None:
         rows.append(("tw_cuda_launch ctypes call only (n_tasks=0: no driver call)", timeit(
             lambda: backend._native(h, addr, 0, 256), n)))
-        saved, backend._native = backend._native, None
-        rows.append(("wp.launch via cuda.bindings", timeit(
+        # the general path with cuda.bindings' cuLaunchKernel (what runs without a host compiler)
+        saved = backend._native, native_launch.fast
+        backend._native = native_launch.fast = None
+        compiled.submit = lambda args, n_tasks, block_dim: backend.launch(h, args, n_tasks, block_dim)
+        rows.append(("wp.launch via cuda.bindings (no native library)", timeit(
             lambda: wp.launch(k.noop, dim=1, inputs=[a], device=dev), n)))
         rows.append(("cuLaunchKernel bindings, pre-packed", timeit(
             lambda: backend._launch_bindings(h, addr, 1, 256, 0, None), n)))
-        backend._native = saved
+        (backend._native, native_launch.fast), compiled.submit = saved, submit
     return rows, int(backend._cufn[h]), packed
 
 
