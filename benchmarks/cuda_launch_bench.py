@@ -1,7 +1,9 @@
 """Where a CUDA launch's host time goes, all variants in one run: wp.launch through the native path
 (launch_ext.cpp) and through the general Python path, on each kind of stream, the native entry and
-cuda.bindings with pre-packed arguments, the Python share with the driver call stubbed, graph replay, and (``--floor``, on by default) the driver alone from a C loop
-(``cuda_launch_floor.py``: streams, parameter passing, kernels, queue depth, GPU drain rate).
+cuda.bindings with pre-packed arguments, the Python share with the driver call stubbed, graph
+replay, and (``--floor``, on by default) the driver alone from a C loop (``cuda_launch_floor.py``:
+streams, parameter passing, kernels, queue depth, GPU drain rate); ``--paired N`` alternates
+wp.launch with that C loop.
 
     python benchmarks/cuda_launch_bench.py [--device cuda:0] [--iters 2000] [--no-floor]
 

@@ -20,6 +20,7 @@ DEFAULTS = {
     "deterministic_max_records": 0, "default_grid_stride": None,
 }
 
+
 class _Options(dict):
     """One module's options: a dict whose every change is announced (``config._notify``), since
     launches remember whether a kernel runs in debug mode."""

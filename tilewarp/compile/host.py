@@ -207,8 +207,8 @@ def native_output(source: Path, stem: str, folder=None, key_extra: str = "") -> 
     """Where ``build_native`` finds or puts ``source``'s library, ``<stem>-<key>.so``, the key hashing
     the source text, the compiler identity and ``key_extra``: in ``folder`` when given, else beside
     the package or in the kernel cache (wherever it exists already; else the first writable)."""
-    key = hashlib.sha256("\0".join((source.read_text(), target_identity(), key_extra)).encode()).hexdigest()[:16]
-    name = f"{stem}-{key}.so"
+    key = "\0".join((source.read_text(), target_identity(), key_extra))
+    name = f"{stem}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.so"
     if folder is not None:
         return Path(folder) / name
     from .cache import cache_dir

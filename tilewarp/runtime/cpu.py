@@ -5,9 +5,7 @@ Memory is plain process memory, so "device" pointers are host pointers and every
 from __future__ import annotations
 
 import ctypes
-import os
 import threading
-from pathlib import Path
 
 import numpy as np
 
@@ -22,17 +20,6 @@ MIN_PARALLEL_TASKS = 4096
 
 _runtime_lock = threading.Lock()
 _runtime: ctypes.CDLL | None = None
-
-
-def _cache_dir() -> str:
-    # TODO: tilewarp.compile.cache.cache_dir() owns this once it exists; same rule meanwhile.
-    try:
-        from tilewarp.compile.cache import cache_dir
-        return str(cache_dir())
-    except ImportError:
-        from tilewarp import config
-        return (config.kernel_cache_dir or os.environ.get("TILEWARP_CACHE_DIR")
-                or str(Path.home() / ".cache" / "tilewarp"))
 
 
 def runtime_library() -> ctypes.CDLL:
@@ -78,7 +65,8 @@ class CpuModule:
 
 class CpuRec(ctypes.Structure):
     """Mirror of ``tw_cpu_rec`` in thread_pool.cpp."""
-    _fields_ = [("fn", ctypes.c_void_p), ("min_parallel_tasks", ctypes.c_void_p), ("block_dim", ctypes.c_int64)]
+    _fields_ = [("fn", ctypes.c_void_p), ("min_parallel_tasks", ctypes.c_void_p),
+                ("block_dim", ctypes.c_int64)]
 
 
 class CpuBackend:
@@ -141,8 +129,8 @@ class CpuBackend:
     def launcher(self, handle: int) -> SubmitEntry:
         """wp.launch's entry for ``handle``: ``tw_cpu_submit(rec, args)`` with a record per block size,
         ``args`` being the packed argument block as bytes (the task count is read from it)."""
-        return SubmitEntry(runtime_library().tw_cpu_submit, handle, lambda block_dim: self._block_rec(handle, block_dim),
-                           _never_fails)
+        return SubmitEntry(runtime_library().tw_cpu_submit, handle,
+                           lambda block_dim: self._block_rec(handle, block_dim), _never_fails)
 
     def _block_rec(self, handle: int, block_dim: int) -> int:
         rec = CpuRec(handle, ctypes.addressof(self._min_parallel), block_dim)

@@ -203,9 +203,9 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     """Run ``kernel`` over ``dim`` threads (Warp's signature and defaults; ``_tracked``: internal,
     the Tape bookkeeping is done by the caller)."""
     fast = native_launch.fast  # the native hot path: True when it launched, False when it did nothing
-    if fast is not None and stream is None and not (adjoint or record_cmd) and (_tracked or not tape_state.tracking):
-        if fast(kernel, dim, inputs, outputs, device, block_dim):
-            return None
+    native_ok = stream is None and not (adjoint or record_cmd) and (_tracked or not tape_state.tracking)
+    if fast is not None and native_ok and fast(kernel, dim, inputs, outputs, device, block_dim):
+        return None
     if adjoint:
         return launch_adjoint(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device, stream, block_dim)
     if tape_state.tracking and not record_cmd and not _tracked:  # a Tape is in use: versions, recording

@@ -43,8 +43,9 @@ _signatures: dict = {}
 
 # Parameter kinds, as numbered in launch_ext.cpp (kArray, kBytes, then the scalars by kind and size).
 _ARRAY, _BYTES = 0, 1
-_SCALAR_KINDS = {("float", 4): 2, ("float", 8): 3, ("bool", 1): 4, ("int", 1): 5, ("int", 2): 6, ("int", 4): 7,
-                 ("int", 8): 8, ("uint", 1): 9, ("uint", 2): 10, ("uint", 4): 11, ("uint", 8): 12}
+_SCALAR_KINDS = {("float", 4): 2, ("float", 8): 3, ("bool", 1): 4,
+                 ("int", 1): 5, ("int", 2): 6, ("int", 4): 7, ("int", 8): 8,
+                 ("uint", 1): 9, ("uint", 2): 10, ("uint", 4): 11, ("uint", 8): 12}
 
 
 def signature(dtype, ndim: int, device):
@@ -160,7 +161,8 @@ def extension(wait: bool = True):
         with _lock:
             if _loader is None:
                 path = _library()
-                _loader = threading.Thread(target=_install, args=(path,), name="tilewarp-native-launch", daemon=True)
+                _loader = threading.Thread(target=_install, args=(path,), name="tilewarp-native-launch",
+                                           daemon=True)
                 if path is None or os.path.isfile(path[0]):
                     _install(path)  # nothing to build: load it now
                 else:
