@@ -147,7 +147,9 @@ bool put_array(const Param& p, PyObject* v, char* at) {
     }
     if (token == Py_None) {  // not launched since it was made or its gradient changed
         Py_DECREF(token);
+        Py_INCREF(v);  // Python runs here: the caller's argument list may change meanwhile
         token = PyObject_CallOneArg(g_make_token, v);
+        Py_DECREF(v);
         if (!token) {
             PyErr_Clear();
             return false;
@@ -174,6 +176,10 @@ bool put_bytes(const Param& p, PyObject* v, char* at) {
     if (ok) memcpy(at, view.buf, static_cast<size_t>(p.size));
     PyBuffer_Release(&view);
     return ok;
+}
+
+bool put_value(const Param& p, PyObject* v, char* at) {
+    return p.kind == kArray ? put_array(p, v, at) : p.kind == kBytes ? put_bytes(p, v, at) : put_scalar(p, v, at);
 }
 
 // dim (an int or a tuple of 1-4 ints, each in [0, 2**31)) -> the launch bounds at the block's
@@ -310,10 +316,16 @@ PyObject* launch(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
         bool ok = put_bounds(dim, l->tid_arity, block, &n_tasks);
         for (Py_ssize_t k = 0; ok && k < Py_SIZE(l); ++k) {
             const Param& p = l->params[k];
-            PyObject* v = k < n_in ? PySequence_Fast_ITEMS(inputs)[k] : PySequence_Fast_ITEMS(outputs)[k - n_in];
-            char* at = block + p.offset;
-            ok = p.kind == kArray ? put_array(p, v, at) : p.kind == kBytes ? put_bytes(p, v, at) : put_scalar(p, v, at);
+            // read afresh each time, with the lengths checked: making an array's token runs Python,
+            // during which another thread may change a list of arguments
+            PyObject* seq = k < n_in ? inputs : outputs;
+            Py_ssize_t at_k = k < n_in ? k : k - n_in;
+            ok = PySequence_Fast_GET_SIZE(inputs) == n_in && PySequence_Fast_GET_SIZE(outputs) == n_out;
+            if (!ok) break;
+            PyObject* v = PySequence_Fast_ITEMS(seq)[at_k];
+            ok = put_value(p, v, block + p.offset);
         }
+        ok = ok && PySequence_Fast_GET_SIZE(inputs) == n_in && PySequence_Fast_GET_SIZE(outputs) == n_out;
         if (ok) result = Py_True;
     } else if (PyErr_Occurred()) {
         PyErr_Clear();
@@ -330,8 +342,9 @@ PyObject* launch(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
             err = l->submit(rec, block);
             Py_END_ALLOW_THREADS
             if (err) {
-                PyObject* r = PyObject_CallFunction(l->failed, "iNy#Ll", err, PyLong_FromVoidPtr(const_cast<void*>(rec)),
-                                                    block, l->args_size, static_cast<long long>(n_tasks), block_dim);
+                PyObject* r = PyObject_CallFunction(l->failed, "iNy#Ll", err,
+                                                    PyLong_FromVoidPtr(const_cast<void*>(rec)), block,
+                                                    l->args_size, static_cast<long long>(n_tasks), block_dim);
                 if (!r) result = nullptr;
                 Py_XDECREF(r);
             }
@@ -374,7 +387,8 @@ PyObject* make_launcher(PyObject*, PyObject* args) {
             Py_DECREF(self);
             return nullptr;
         }
-        bool sized = p.kind == kArray || p.kind == kBytes || (p.kind > kBytes && p.kind < kKinds && p.size == kind_size(p.kind));
+        bool scalar = p.kind > kBytes && p.kind < kKinds;
+        bool sized = p.kind == kArray || p.kind == kBytes || (scalar && p.size == kind_size(p.kind));
         if (p.kind < 0 || p.kind >= kKinds || !sized || p.offset < kBoundsBytes || p.size <= 0 ||
             p.offset + p.size > args_size || (p.kind == kBytes && !PyType_Check(type))) {
             Py_DECREF(self);

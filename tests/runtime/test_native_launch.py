@@ -235,6 +235,28 @@ def test_tid_arity_and_zero_sized_launches(device):
         wp.launch(fill2d, dim=(0, 4), inputs=[wp.zeros(3, dtype=int, device=device)], device=device)
 
 
+def test_argument_list_changed_while_packing(device):
+    """Making an array's token runs Python; if another thread changes the argument list meanwhile,
+    the launch is handed back, not read out of bounds."""
+    from tilewarp.runtime.array import array
+
+    a = wp.array(np.ones(4, dtype=np.float32), device=device)
+    _warm(scale, 4, [a, 1.0], device=device)
+    ext = native_launch.extension()
+    inputs = [wp.array(np.ones(4, dtype=np.float32), device=device), 2.0]  # no token yet
+
+    def token_and_shrink(x):
+        inputs.clear()
+        return native_launch.array_token(x)
+
+    ext.configure(array, token_and_shrink)
+    try:
+        assert native_launch.fast(scale, 4, inputs, (), device, 256) is False
+    finally:
+        ext.configure(array, native_launch.array_token)
+    assert inputs == []
+
+
 def test_device_spellings(device):
     """device=None (from the arrays), the alias, the Device object: one launcher serves them all."""
     dev = wp.get_device(device)
