@@ -173,7 +173,8 @@ def extension(wait: bool = True):
 
 
 def _library():
-    """(the extension's path in the cache, Python's include folder), or None where it cannot be built."""
+    """(where the extension is or will be built, Python's include folder), or None where it cannot be
+    built."""
     include = sysconfig.get_paths().get("include")
     if os.environ.get("TILEWARP_FAST_LAUNCH", "1") == "0" or not include or \
             not os.path.isfile(os.path.join(include, "Python.h")):
@@ -181,7 +182,7 @@ def _library():
     try:
         from ..compile.host import native_output
 
-        return str(native_output(_SOURCE, "_tw_launch", key_extra=f"{sys.version}|{include}")), include
+        return str(native_output(_SOURCE, "_tw_launch", key_extra=_key_extra(include))), include
     except Exception:  # noqa: BLE001 - no host compiler: the general path still works
         return None
 
@@ -203,12 +204,16 @@ def _install(library) -> None:
         _ready.set()
 
 
+def _key_extra(include: str) -> str:
+    return f"{sys.version}|{include}"  # an extension is built for one interpreter
+
+
 def _load(path: str, include: str):
     try:
-        from ..compile.host import compile_shared
+        from ..compile.host import build_native
 
         if not os.path.isfile(path):
-            compile_shared(_SOURCE.read_text(), path, opt_level=2, include_dirs=[include])
+            path = build_native(_SOURCE, "_tw_launch", key_extra=_key_extra(include), include_dirs=[include])
         spec = importlib.util.spec_from_file_location("_tw_launch", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
