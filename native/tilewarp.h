@@ -22,3 +22,8 @@
 #include "core/expect.h"
 #include "core/adjoint.h"
 #include "runtime/array_adjoint.h"
+#include "tile/block.h"
+#include "tile/tile.h"
+#include "tile/memory.h"
+#include "tile/reduce.h"
+#include "tile/shape.h"

@@ -80,8 +80,8 @@ def _also_compile_for_cuda(monkeypatch):
     """After each CPU build, compile the same source to an sm_90 CUBIN with NVRTC (cached)."""
     original = tilewarp.pipeline.build
 
-    def build(kernel, device):
-        compiled = original(kernel, device)
+    def build(kernel, device, *rest):
+        compiled = original(kernel, device, *rest)
         if getattr(device, "kind", None) != "cuda" or getattr(device, "arch", None) != CUDA_CHECK_ARCH:
             options = tilewarp.compile.options.Options("cuda", CUDA_CHECK_ARCH)
             tilewarp.compile.compile_cached(compiled.source, kernel.key, options)
@@ -90,8 +90,8 @@ def _also_compile_for_cuda(monkeypatch):
     monkeypatch.setattr(tilewarp.pipeline, "build", build)
     original_backward = tilewarp.pipeline.build_backward
 
-    def build_backward(kernel, device):  # backward kernels (Tape, launch(adjoint=True)) too
-        compiled = original_backward(kernel, device)
+    def build_backward(kernel, device, *rest):  # backward kernels (Tape, launch(adjoint=True)) too
+        compiled = original_backward(kernel, device, *rest)
         if getattr(device, "kind", None) != "cuda" or getattr(device, "arch", None) != CUDA_CHECK_ARCH:
             options = tilewarp.compile.options.Options("cuda", CUDA_CHECK_ARCH)
             tilewarp.compile.compile_cached(compiled.source, kernel.key + ".backward", options)

@@ -23,6 +23,7 @@ from .runtime.device import (  # noqa: E402,F401
     Device, ScopedDevice, get_cuda_device_count, get_cuda_devices, get_device, get_devices,
     get_preferred_device, is_cuda_available, set_device, synchronize)
 from .runtime.launch import Launch, launch  # noqa: E402,F401
+from .runtime.tiled import launch_tiled  # noqa: E402,F401
 from .runtime.device import is_mempool_enabled, is_mempool_supported, synchronize_device  # noqa: E402,F401
 from .runtime.stream import (  # noqa: E402,F401
     Event, ScopedStream, Stream, get_event_elapsed_time, get_stream, record_event, set_stream, synchronize_event,

@@ -20,6 +20,9 @@ kernel_cache_dir: str | None = None
 fast_math: bool = False
 #: Host C++ compiler; None means $CXX or g++.
 host_compiler: str | None = os.environ.get("CXX")
+#: CPU blocks of tile kernels have the launch's block_dim lanes, as on a GPU, so a script gives the
+#: same answers on both (tilewarp's default). False: Warp's default, one lane per CPU block.
+enable_cpu_blocks: bool = True
 #: After every launch, check the float arrays the kernel writes for NaN/Inf (raises KernelRuntimeError).
 verify_fp: bool = False
 

@@ -138,6 +138,7 @@ class Kernel:
         self.options = {"enable_backward": enable_backward}
         self.module_options = check_kernel_options(fn, module, module_options)  # module="unique" only
         self._ir = None
+        self._ir_by_block: dict = {}  # block_dim -> IR, for kernels whose IR depends on it (tiles)
         self._compiled: dict = {}
         self._lock = threading.RLock()
         self._source = None
@@ -188,8 +189,29 @@ class Kernel:
                     raise KernelTypeError(f"generic kernel {self.key} has one IR per argument types: launch it or "
                                           "use wp.overload()", self.source().loc(self.source().tree))
                 params = self._param_types or self.templates()
-                self._ir = Lowerer(self.source(), params, is_kernel=True, symbol=self.symbol).run()
+                self._ir = Lowerer(self.source(), params, is_kernel=True, symbol=self.symbol,
+                                   block_dim=self.default_block_dim).run()
             return self._ir
+
+    @property
+    def default_block_dim(self) -> int:
+        """The module's ``block_dim`` option (256), the block size ``kernel.ir`` is lowered for."""
+        from .module_options import option
+
+        return int(option(self, "block_dim") or 256)
+
+    def ir_for(self, block_dim: int):
+        """The IR for blocks of ``block_dim`` lanes: ``ir`` itself unless it depends on the block size."""
+        fn = self.ir
+        if not fn.block_dependent or block_dim == self.default_block_dim:
+            return fn
+        with self._lock:
+            fn = self._ir_by_block.get(block_dim)
+            if fn is None:
+                params = self._param_types or self.templates()
+                fn = self._ir_by_block[block_dim] = Lowerer(self.source(), params, is_kernel=True, symbol=self.symbol,
+                                                            block_dim=block_dim).run()
+            return fn
 
     # ---- generic kernels: one specialisation per distinct argument types --------------------------
 
@@ -250,9 +272,12 @@ class Kernel:
     def arg_names(self) -> list:
         return list(inspect.signature(self.fn).parameters)
 
-    def compiled(self, device):
-        """The loaded kernel for ``device`` in the current mode (built through the pipeline on first use)."""
+    def compiled(self, device, block=None):
+        """The loaded kernel for ``device`` in the current mode (built through the pipeline on first use);
+        ``block`` (an ``emit.block.BlockShape``) for kernels that use tiles."""
         key = (device.alias, "debug") if is_debug(self) else device.alias
+        if block is not None:
+            key = (key, block)
         entry = self._compiled.get(key)
         if entry is None:
             with self._lock:
@@ -260,14 +285,14 @@ class Kernel:
                 if entry is None:
                     from .pipeline import build
 
-                    entry = self._compiled[key] = build(self, device)  # reads the mode again
+                    entry = self._compiled[key] = build(self, device, block)  # reads the mode again
                     if backward_setting(self):  # enable_backward=True: build both now, as Warp does
-                        self.compiled_backward(device)
+                        self.compiled_backward(device, block)
         return entry
 
-    def compiled_backward(self, device):
+    def compiled_backward(self, device, block=None):
         """The loaded backward kernel for ``device``, built on first use (a Tape's backward)."""
-        key = (device.alias, "backward")
+        key = (device.alias, "backward") if block is None else (device.alias, "backward", block)
         entry = self._compiled.get(key)
         if entry is None:
             if backward_setting(self) is False:
@@ -278,7 +303,7 @@ class Kernel:
                 if entry is None:
                     from .pipeline import build_backward
 
-                    entry = self._compiled[key] = build_backward(self, device)
+                    entry = self._compiled[key] = build_backward(self, device, block)
         return entry
 
     def __call__(self, *args, **kwargs):

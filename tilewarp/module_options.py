@@ -106,3 +106,12 @@ def backward_setting(kernel):
     if value is False or getattr(config, "enable_backward", True) is False:
         return False
     return None
+
+
+def option(kernel, name: str):
+    """Option ``name`` for ``kernel``: its own module options, then its module's, then the default."""
+    value = kernel.module_options.get(name)
+    if value is None:
+        opts = _OPTIONS.get(kernel.module)
+        value = opts.get(name) if opts else None
+    return DEFAULTS.get(name) if value is None else value

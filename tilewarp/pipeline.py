@@ -24,6 +24,8 @@ class CompiledKernel:
     checks: object = None  # runtime.debug.DebugChecks in debug builds: the error slot and its sites
     submit: object = None  # backend.launcher(handle), made by wp.launch on first use: its hot path
     launcher: object = None  # the native path's Launcher (False: none), made on first use
+    block: object = None  # emit.block.BlockShape of a kernel that uses tiles (None: a SIMT kernel)
+    shared_bytes: int = 0  # the block's planned shared memory (block/storage.py)
 
 
 def log(message: str) -> None:
@@ -31,12 +33,13 @@ def log(message: str) -> None:
         print(f"tilewarp: {message}", flush=True)
 
 
-def build(kernel, device) -> CompiledKernel:
-    fn = kernel.ir  # frontend: parse + typecheck (errors name the user's file:line)
+def build(kernel, device, block=None) -> CompiledKernel:
+    # frontend: parse + typecheck (errors name the user's file:line); tile kernels per block size
+    fn = kernel.ir if block is None else kernel.ir_for(block.block_dim)
     # the backward (reverse pass over the IR) is a separate module, built lazily: build_backward
     debug = is_debug(kernel)  # wp.config.mode, or the kernel's module options
     sites = SiteTable() if debug else None
-    source = emit_module(fn, sites)  # emit: one C++ body for both targets
+    source = emit_module(fn, sites, block)  # emit: one C++ body for both targets
     if os.environ.get("TILEWARP_DUMP"):
         from .ir.printer import dump
 
@@ -44,24 +47,33 @@ def build(kernel, device) -> CompiledKernel:
     options = dataclasses.replace(current(device.kind, device.arch), debug=debug)
     path = compile_cached(source, kernel.key, options, log)  # compile (content-hashed disk cache)
     module = device.backend.load_module(path)  # load
-    handle = module.function(names.kernel_entry(fn.symbol))
+    smem = shared_bytes(source)
+    handle = module.function(names.kernel_entry(fn.symbol), kernel.key, smem)  # refuses too much shared memory
     checks = None
     if debug:
         from .runtime.debug import DebugChecks
 
         checks = DebugChecks(kernel.key, fn, sites.sites, module, device)
-    return CompiledKernel(device, module, handle, ArgPacker(fn), source, checks)
+    return CompiledKernel(device, module, handle, ArgPacker(fn), source, checks, block=block, shared_bytes=smem)
 
 
-def build_backward(kernel, device) -> CompiledKernel:
+def build_backward(kernel, device, block=None) -> CompiledKernel:
     """The backward kernel: replay + reverse pass over the IR (autodiff/, emit/adjoint.py)."""
     from .emit.adjoint import backward_signature, emit_backward_module
 
-    fn = kernel.ir
+    fn = kernel.ir if block is None else kernel.ir_for(block.block_dim)
     backward = backward_signature(fn)
-    source = emit_backward_module(fn, backward)  # raises AutodiffError where no gradient exists
+    source = emit_backward_module(fn, backward, block)  # raises AutodiffError where no gradient exists
     options = dataclasses.replace(current(device.kind, device.arch), debug=False)
     path = compile_cached(source, kernel.key + ".backward", options, log)
     module = device.backend.load_module(path)
-    handle = module.function(names.kernel_entry(backward.symbol))
-    return CompiledKernel(device, module, handle, ArgPacker(backward), source)
+    smem = shared_bytes(source)
+    handle = module.function(names.kernel_entry(backward.symbol), kernel.key + " (backward)", smem)
+    return CompiledKernel(device, module, handle, ArgPacker(backward), source, block=block, shared_bytes=smem)
+
+
+def shared_bytes(source: str) -> int:
+    """The block's planned shared memory, as the emitter wrote it at the end of a tile kernel's source."""
+    mark = "// tilewarp: shared memory "
+    k = source.rfind(mark)
+    return int(source[k + len(mark):].split()[0]) if k >= 0 else 0

@@ -354,6 +354,27 @@ class TupleType:
         return f"tuple({', '.join(type_name(t) for t in self.types)})"
 
 
+@dataclass(frozen=True)
+class TileType:
+    """A tile: a block-wide array of ``dtype`` elements of a compile-time ``shape`` (1 to 4 extents).
+
+    Where it lives (registers spread over the block's lanes, or shared memory) is not part of the
+    type: ``block/storage.py`` decides that per value after lowering."""
+
+    dtype: type
+    shape: tuple
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def __repr__(self):
+        return f"tile(dtype={type_name(self.dtype)}, shape={self.shape})"
+
+
 # ----------------------------------------------------------------------------------------------
 # queries used by every stage
 
@@ -394,6 +415,10 @@ def is_composite(t) -> bool:
 
 def is_array(t) -> bool:
     return isinstance(t, ArrayType)
+
+
+def is_tile(t) -> bool:
+    return isinstance(t, TileType)
 
 
 def is_struct(t) -> bool:

@@ -14,9 +14,15 @@ struct launch_bounds_t {
 // K and N are template arguments so every shape index is a constant: indexing the by-value
 // kernel parameter with a runtime value would force it into local memory on CUDA and turn every
 // array access into a generic (not global) load, halving bandwidth.
+// Launch dimensions beyond N (wp.launch_tiled's lane dimension, say) are folded away, as in Warp.
 template <int K, int N>
 TW_FUNC int32_t tid(const launch_bounds_t& b, int64_t task) {
     int64_t t = task;
+    if (b.ndim > N) {  // the shape is padded with 1s: fold every dimension from N on
+        int64_t folded = 1;
+        for (int d = N; d < 4; ++d) folded *= b.shape[d];
+        t /= folded;
+    }
     for (int d = N - 1; d > K; --d) t /= b.shape[d];
     return (int32_t)(K == 0 ? t : t % b.shape[K]);
 }

@@ -197,7 +197,7 @@ bool put_bounds(PyObject* dim, int tid_arity, char* block, int64_t* size) {
     } else {
         return false;
     }
-    if (tid_arity > 1 && tid_arity != ndim) return false;
+    if (tid_arity > ndim) return false;  // fewer: the trailing dimensions fold away (launch_tiled)
     int64_t n = 1;
     for (int32_t k = 0; k < ndim; ++k) {
         if (!PyLong_CheckExact(items[k])) return false;

@@ -299,13 +299,22 @@ def test_too_large_dim():
         wp.launch(fill_all, dim=2**31, inputs=[a, v, 1.0, 1])
 
 
-@pytest.mark.parametrize("dim", [4, (2, 2, 1)])
-def test_tid_arity_mismatch(dim):
-    """``i, j = wp.tid()`` launched over another number of dimensions is refused up front (Warp
-    runs it and reads out of bounds)."""
+def test_tid_arity_mismatch():
+    """``i, j = wp.tid()`` launched over fewer dimensions is refused up front (Warp runs it and
+    reads out of bounds)."""
     m = wp.zeros((2, 2), dtype=float)
     with pytest.raises(wp.LaunchError, match="2 indices.*dim has"):
-        wp.launch(grid, dim=dim, inputs=[m])
+        wp.launch(grid, dim=4, inputs=[m])
+
+
+def test_tid_folds_trailing_dimensions():
+    """More launch dimensions than ``wp.tid()`` unpacks: the trailing ones fold away, as in Warp
+    (``wp.launch_tiled`` appends the block's lanes this way)."""
+    m = wp.zeros((2, 3), dtype=float)
+    wp.launch(grid, dim=(2, 3, 4), inputs=[m])
+    want = wp.zeros((2, 3), dtype=float)
+    wp.launch(grid, dim=(2, 3), inputs=[want])
+    np.testing.assert_array_equal(m.numpy(), want.numpy())
 
 
 def test_bad_dim_is_not_cached():

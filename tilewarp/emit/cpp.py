@@ -10,16 +10,26 @@ from .. import types as T
 from ..builtins.array import LOCATED, emit_located
 from ..ir import nodes as ir
 from . import names
+from .block import LaneGrouping, block_analysis, declare, into_expression, prologue
 
 
-def emit_module(kernel: ir.Function, sites=None) -> str:
+def emit_module(kernel: ir.Function, sites=None, block=None) -> str:
     """The whole translation unit of one kernel: its functions, argument struct, body, entry.
 
     With ``sites`` (an ``emit.sites.SiteTable``, debug builds) every checked array access and
-    ``assert`` carries its site number, and the table records what each number means."""
+    ``assert`` carries its site number, and the table records what each number means. A kernel
+    that uses tiles is emitted per block (``emit/block.py``) for ``block`` (a ``BlockShape``)."""
+    from ..block.lanes import uses_tiles
+    from .block import BlockShape
     from .custom import definitions, forward_plan
 
+    if block is None and uses_tiles(kernel):
+        block = BlockShape(256)
+    elif block is not None and not uses_tiles(kernel):
+        block = None
     out = ['#include "tilewarp.h"', "", "namespace {", ""]
+    if block is not None:
+        out += [f"constexpr int tw_block_dim = {block.block_dim};", ""]
     plan = forward_plan(kernel)  # the callees, and the adjoints wp.grad(f) calls
     out += structs.definitions([*plan.functions, kernel])  # @wp.struct types, each after those it contains
     if plan.adjoints:
@@ -27,10 +37,15 @@ def emit_module(kernel: ir.Function, sites=None) -> str:
 
         out += struct_accumulators([*plan.functions, kernel])
     out += definitions(plan, sites)
-    out += _Printer(kernel, sites).kernel()
-    out += ["}  // namespace", "",
-            f"TW_KERNEL_ENTRY({names.kernel_entry(kernel.symbol)}, {names.args_struct(kernel.symbol)}, "
-            f"{names.body(kernel.symbol)})", ""]
+    printer = _Printer(kernel, sites, block)
+    out += printer.kernel()
+    entry = f"{names.kernel_entry(kernel.symbol)}, {names.args_struct(kernel.symbol)}, {names.body(kernel.symbol)}"
+    out += ["}  // namespace", ""]
+    if block is not None:
+        out += [f"TW_BLOCK_KERNEL_ENTRY({entry}, {block.block_dim})", "",
+                f"// tilewarp: shared memory {printer.storage.bytes} bytes", ""]
+    else:
+        out += [f"TW_KERNEL_ENTRY({entry})", ""]
     return "\n".join(out)
 
 
@@ -91,20 +106,26 @@ def expression(op, located=None, args=None) -> str:
     return f"{b.cpp}({', '.join(args)})"
 
 
-class _Printer:
-    def __init__(self, fn: ir.Function, sites=None):
+class _Printer(LaneGrouping):
+    def __init__(self, fn: ir.Function, sites=None, block=None):
         self.fn = fn
         self.sites = sites
         self.lines: list = []
         self.depth = 1
         self.last_text = None
+        self.block_shape, self.in_lanes = block, False
+        if block is not None:
+            self.lanes, self.storage = block_analysis(fn, block)
 
     def line(self, text: str):
         self.lines.append("    " * self.depth + text)
 
     def declarations(self):
         for v in self.fn.values:
-            self.line(f"{cpp_type(v.type)} {names.value(v)}{{}};")
+            if self.block_shape is not None:
+                self.line(declare(v, names.value(v), self.lanes, self.storage, self.block_shape.block_dim))
+            else:
+                self.line(f"{cpp_type(v.type)} {names.value(v)}{{}};")
         for s in ir.walk(self.fn.body):  # buffers of wp.zeros local arrays, one per call site
             if isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and s.op.builtin.storage is not None:
                 self.line(s.op.builtin.storage(s.op.template) + ";")
@@ -130,7 +151,11 @@ class _Printer:
             self.line(f"{cpp_type(p.type)} {names.field(name)};")
         self.lines += ["};", ""]
         self.lines.append(f"// kernel {f.name}")
-        self.lines.append(f"TW_FORCEINLINE TW_FUNC void {names.body(f.symbol)}(const {args}& args, int64_t task) {{")
+        index = "block" if self.block_shape is not None else "task"
+        self.lines.append(f"TW_FORCEINLINE TW_FUNC void {names.body(f.symbol)}(const {args}& args, int64_t {index}) {{")
+        if self.block_shape is not None:
+            for text in prologue(self.storage.bytes):
+                self.line(text)
         for p, name in zip(f.params, f.param_names):
             self.line(f"{cpp_type(p.type)} {names.value(p)} = args.{names.field(name)};")
         self.declarations()
@@ -141,12 +166,18 @@ class _Printer:
     # ---- statements ----------------------------------------------------------------------------
 
     def statements(self, stmts):
+        if self.block_shape is not None:
+            self.grouped(stmts, self.one)
+            return
         for s in stmts:
-            loc = getattr(s, "loc", None)
-            if loc is not None and loc.text and loc.text.strip() != self.last_text:
-                self.last_text = loc.text.strip()
-                self.line(f"// {self.last_text.rstrip(chr(92))}")  # a trailing '\' would continue the comment
-            getattr(self, "stmt_" + type(s).__name__)(s)
+            self.one(s)
+
+    def one(self, s):
+        loc = getattr(s, "loc", None)
+        if loc is not None and loc.text and loc.text.strip() != self.last_text:
+            self.last_text = loc.text.strip()
+            self.line(f"// {self.last_text.rstrip(chr(92))}")  # a trailing '\' would continue the comment
+        getattr(self, "stmt_" + type(s).__name__)(s)
 
     def block(self, head: str, stmts, tail: str = "}"):
         self.line(head)
@@ -156,6 +187,15 @@ class _Printer:
         self.line(tail)
 
     def stmt_Assign(self, s: ir.Assign):
+        if self.block_shape is not None and s.dst is not None and T.is_tile(s.dst.type):
+            if isinstance(s.op, ir.Copy):
+                self.line(f"tw::tile_assign({names.value(s.dst)}, {ref(s.op.src)});")
+            else:
+                self.line(into_expression(s, expression, ref))
+            return
+        if self.block_shape is not None and isinstance(s.op, ir.Call) and s.op.builtin.name == "untile":
+            self.line(into_expression(s, expression, ref))
+            return
         located = self.sites.locate(self.fn, s, LOCATED) if self.sites is not None else None
         expr = expression(s.op, located)
         self.line(f"{names.value(s.dst)} = {expr};" if s.dst is not None else f"{expr};")

@@ -1,16 +1,40 @@
 """Every mangled C++ name, so forward and (later) adjoint code always agree."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import threading
+
+_lanes = threading.local()  # ids of the per-lane values while a lane section is printed
 
 
-def value(v) -> str:
+def raw(v) -> str:
     hint = "".join(c if c.isalnum() else "_" for c in v.hint)[:24]
     return f"v{v.id}_{hint}" if hint else f"v{v.id}"
 
 
+def value(v) -> str:
+    """The C++ name of ``v``; inside a lane section a per-lane value is this lane's entry."""
+    name = raw(v)
+    varying = getattr(_lanes, "ids", None)
+    return f"TW_L({name})" if varying and id(v) in varying else name
+
+
 def adjoint(v) -> str:
-    return "adj_" + value(v)
+    name = "adj_" + raw(v)
+    varying = getattr(_lanes, "ids", None)
+    return f"TW_L({name})" if varying and id(v) in varying else name
+
+
+@contextlib.contextmanager
+def lane_section(varying_ids):
+    """Names printed meanwhile refer to one lane's entry of the per-lane values (block/lanes.py)."""
+    saved = getattr(_lanes, "ids", None)
+    _lanes.ids = varying_ids
+    try:
+        yield
+    finally:
+        _lanes.ids = saved
 
 
 def local_buffer(site: int) -> str:

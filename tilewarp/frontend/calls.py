@@ -79,6 +79,10 @@ def _no_keywords(lw, node, what):
 
 
 def _builtin(lw, func: Builtin, node):
+    from .tiles import is_tile_call, lower_tile_call
+
+    if is_tile_call(func.name):
+        return lower_tile_call(lw, func.name, node)
     if func.name == "tid":
         if node.args or node.keywords:
             raise KernelSyntaxError("wp.tid() takes no arguments", lw.src.loc(node))
@@ -214,12 +218,18 @@ def _len(lw, node):
         return lw.call("extract", [lw.call("shape", [v], node), lw.const(0, T.int32)], node)
     if isinstance(v.type, T.TupleType):
         return lw.const(len(v.type.types), T.int32)
+    if T.is_tile(v.type):
+        return lw.const(v.type.shape[0], T.int32)
     raise KernelTypeError(f"len() of a {T.type_name(v.type)} value", lw.src.loc(node))
 
 
 def call_user_function(lw, func, node):
     from .funcs import bind_call
+    from .tiles import inline_call, uses_tiles
 
+    if uses_tiles(func) or any(T.is_tile(getattr(lw.symbols.get(getattr(a, "id", None)), "type", None))
+                               for a in node.args):
+        return inline_call(lw, func, node)  # tiles are values of the kernel: the body goes inline
     loc = lw.src.loc(node)
     func, args = bind_call(lw, func, node)  # the overload the argument types fit, its arguments in order
     callee = func._tw_specialize(tuple(a.type for a in args), loc)
@@ -286,11 +296,19 @@ _AUG_ATOMIC = {"add": "atomic_add", "sub": "atomic_sub", "bit_and": "atomic_and"
                "bit_xor": "atomic_xor"}
 
 
+_TILE_UPDATE = {"add": "add", "sub": "sub", "bit_and": "and", "bit_or": "or", "bit_xor": "xor"}
+
+
 def aug_assign(lw, node: ast.AugAssign):
     op = BINARY.get(type(node.op).__name__)
     if op is None:
         raise KernelSyntaxError(f"unsupported operator {type(node.op).__name__}=", lw.src.loc(node))
     target = place(lw, node.target)
+    from .tiles import TileElement
+
+    if isinstance(target, TileElement) and op in _TILE_UPDATE:  # each lane updates atomically, as Warp
+        target.update(_TILE_UPDATE[op], lw.value(node.value), node)
+        return
     if isinstance(target, Element) and op in _AUG_ATOMIC and not T.is_struct(target.arr.type.dtype):
         # as in Warp: a[i] += x is an atomic add (and differentiable); -=, &=, |=, ^= atomic too
         value = lw.coerce(lw.value(node.value), target.arr.type.dtype, node, "array element")

@@ -13,6 +13,7 @@ from .. import types as T
 from ..builtins import REGISTRY, Builtin, BuiltinTypeError
 from ..builtins.operators import BINARY, COMPARE, UNARY
 from ..builtins.vector import component_builtin
+from .tiles import ELEMENTWISE as TILE_ELEMENTWISE
 from ..errors import KernelError, KernelSyntaxError, KernelTypeError
 from ..ir import nodes as ir
 from .source import MISSING, Source
@@ -23,8 +24,9 @@ _STATIC_MARK = "__tw_static__"
 
 
 class Lowerer:
-    def __init__(self, source: Source, param_types: dict, *, is_kernel: bool, symbol: str):
+    def __init__(self, source: Source, param_types: dict, *, is_kernel: bool, symbol: str, block_dim: int = 256):
         self.src = source
+        self.block_dim = block_dim  # lanes per block: the shape of wp.tile(x), wp.block_dim()
         self.param_types = param_types
         self.is_kernel = is_kernel
         self.fn = ir.Function(name=source.tree.name, symbol=symbol, params=[], param_names=[], body=[],
@@ -77,6 +79,10 @@ class Lowerer:
     def call(self, name: str, args, node, template=(), discard=False) -> ir.Value | None:
         b: Builtin = REGISTRY[name]
         args = list(args)
+        if name in TILE_ELEMENTWISE and any(T.is_tile(a.type) for a in args):
+            from .tiles import tile_operator
+
+            return tile_operator(self, name, args, node)
         if b.unify_literals:
             args = self.unify(args)
         if any(isinstance(a.type, T.TupleType) for a in args):
@@ -292,6 +298,10 @@ class Lowerer:
         if has_slice(node):  # a[1:3], a[i, ::2]: a view
             return lower_slice(self, node)
         base = self.value(node.value)
+        if T.is_tile(base.type):
+            from .tiles import tile_subscript
+
+            return tile_subscript(self, base, node)
         if isinstance(base.type, T.TupleType):
             i = self.value(node.slice)
             n = len(base.type.types)
@@ -401,6 +411,11 @@ class Lowerer:
         aug_assign(self, node)
 
     def visit_Return(self, node):
+        if hasattr(self, "inline_result"):  # the end of an inlined tile function (frontend/tiles.py)
+            if node is not self.src.tree.body[-1]:
+                raise KernelSyntaxError("a tile function may only return at its end", self.src.loc(node))
+            self.inline_result = self.value(node.value) if node.value is not None else None
+            return
         value = None
         if node.value is not None:
             if self.is_kernel:

@@ -136,6 +136,16 @@ def place(lw, node) -> _Place:
             return _Temporary(lw, node, lw.call("view", [base, *indices], node))  # a[i][j] = x, 2-d a
         if T.is_composite(base.type):
             return _Component(lw, node, parent, lw.component_indices(base.type, indices, node))
+        if T.is_tile(base.type):
+            from .tiles import TileElement
+
+            n = len(base.type.shape)
+            if len(indices) == n:
+                return TileElement(lw, node, base, indices)
+            if len(indices) > n:  # t[i][c] / t[i, c]: a component of a vector or matrix element
+                element = TileElement(lw, node, base, indices[:n])
+                return _Component(lw, node, element, lw.component_indices(base.type.dtype, indices[n:], node))
+            raise KernelTypeError(f"assigning into a {n}-d tile needs {n} indices, got {len(indices)}", loc)
         raise KernelTypeError(f"cannot assign an element of a {T.type_name(base.type)} value", loc)
     return _Temporary(lw, node)
 

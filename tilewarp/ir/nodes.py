@@ -139,6 +139,7 @@ class Function:
     callees: list = field(default_factory=list)  # Function IRs called, in first-use order
     loc: Loc | None = None
     origin: object = None  # the @wp.func (kernel.Function) this specialises: its func_grad / func_replay
+    block_dependent: bool = False  # its IR depends on the block size (wp.tile(x), untile, wp.block_dim())
 
 
 def walk(stmts):

@@ -9,7 +9,7 @@ import threading
 
 import numpy as np
 
-from tilewarp.errors import TileWarpError
+from tilewarp.errors import LaunchError, TileWarpError
 
 from .native_launch import SubmitEntry
 
@@ -47,6 +47,10 @@ def runtime_library() -> ctypes.CDLL:
     return _runtime
 
 
+#: block memory of one CPU block (on a worker thread's 8 MiB stack, beside the per-lane values)
+CPU_SHARED_LIMIT = 1 << 20
+
+
 class CpuModule:
     """One dlopen'ed kernel library. ctypes never dlcloses, so handles stay valid for the process."""
 
@@ -54,8 +58,12 @@ class CpuModule:
         self.path = str(path)
         self.lib = ctypes.CDLL(self.path)
 
-    def function(self, symbol: str) -> int:
-        """Address of the C symbol `symbol` (an entry ``void(const void*, int64_t, int64_t)``)."""
+    def function(self, symbol: str, kernel: str = "", shared_mem: int = 0) -> int:
+        """Address of the C symbol `symbol` (an entry ``void(const void*, int64_t, int64_t)``); a tile
+        kernel's block memory (``shared_mem`` bytes) lives on the worker's stack, so it is capped."""
+        if shared_mem > CPU_SHARED_LIMIT:
+            raise LaunchError(f"kernel '{kernel}' needs {shared_mem} bytes of block (shared) memory; the CPU "
+                              f"limit is {CPU_SHARED_LIMIT} bytes: use smaller tiles")
         try:
             fn = getattr(self.lib, symbol)
         except AttributeError:

@@ -156,13 +156,28 @@ class CudaModule:
         self.handle = handle
         self._functions: dict[str, int] = {}
 
-    def function(self, symbol: str) -> int:
+    def function(self, symbol: str, kernel: str = "", shared_mem: int = 0) -> int:
+        """A launch handle of ``symbol``, whose blocks take ``shared_mem`` bytes of dynamic shared
+        memory (a tile kernel's plan): refused here, before any launch, when the static and dynamic
+        shared memory together exceed the device's limit; above 48 KiB the kernel opts in."""
         fn = self._functions.get(symbol)
         if fn is None:
             self.backend.make_current()
-            cufn = check(_driver().cuModuleGetFunction(self.handle, symbol.encode()),
-                         f"cuModuleGetFunction('{symbol}')")
-            fn = self._functions[symbol] = self.backend.prepare(cufn, symbol)
+            d = _driver()
+            cufn = check(d.cuModuleGetFunction(self.handle, symbol.encode()), f"cuModuleGetFunction('{symbol}')")
+            if shared_mem:
+                attr = d.CUfunction_attribute
+                static = int(check(d.cuFuncGetAttribute(attr.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, cufn),
+                                   "cuFuncGetAttribute"))
+                limit = self.backend.max_shared_memory_per_block_optin
+                if static + shared_mem > limit:
+                    raise LaunchError(f"kernel '{kernel}' needs {static + shared_mem} bytes of shared memory per "
+                                      f"block ({shared_mem} for its tiles, {static} static); the device's limit is "
+                                      f"{limit} bytes: use smaller tiles or fewer tiles live at once")
+                if shared_mem > 48 * 1024:
+                    check(d.cuFuncSetAttribute(cufn, attr.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                               shared_mem), "cuFuncSetAttribute")
+            fn = self._functions[symbol] = self.backend.prepare(cufn, symbol, shared_mem)
         return fn
 
     def unload(self):

@@ -169,7 +169,7 @@ def launch_bounds(dim, tid_n: int):
     if not 1 <= len(dims) <= 4 or any(not isinstance(d, (int, np.integer)) or d < 0 for d in dims):
         raise LaunchError(f"dim must be a non-negative int or a tuple of 1 to 4 of them, got {dim!r}")
     dims = tuple(int(d) for d in dims)
-    if tid_n > 1 and tid_n != len(dims):
+    if tid_n > len(dims):  # fewer is fine: the trailing dimensions fold away (launch_tiled's lanes)
         raise LaunchError(f"the kernel unpacks wp.tid() into {tid_n} indices but dim has {len(dims)} dimensions")
     if any(d > 2**31 - 1 for d in dims):
         raise LaunchError(f"each launch dimension must be below 2**31, got {dims}")
@@ -230,7 +230,10 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
         raise LaunchError(f"wp.launch() needs a @wp.kernel, got {type(kernel).__name__}") from None
     if generic is not False:  # first launch, or a generic kernel: the specialisation for these arguments
         kernel = kernel.specialization_for(values)
-    compiled = kernel.compiled(device)
+    if kernel.__dict__.get("_tw_tiles") is False:
+        compiled = kernel.compiled(device)
+    else:  # maybe a tile kernel: compiled per block shape
+        compiled, block_dim = _compiled_for(kernel, device, dim, block_dim, backward=False)
     packer = compiled.packer
     if record_cmd or compiled.checks is not None or config.verify_fp:  # debug build / wp.config.verify_fp
         return _launch_checked(compiled, dim, values, device, block_dim, record_cmd)
@@ -244,9 +247,20 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
         submit = compiled.submit = device.backend.launcher(compiled.handle)
     if size:
         submit(args, size, block_dim)
-    if generic is False and compiled.launcher is not False:  # the next launch can go native
+    if generic is False and compiled.launcher is not False and compiled.block is None:  # the next launch can go native
         native_launch.remember(kernel, compiled)
     return None
+
+
+def _compiled_for(kernel, device, dim, block_dim, backward):
+    """``(compiled kernel, block size)``: tile kernels per block shape (runtime/tiled.py)."""
+    from .tiled import block_shape, effective_block_dim, uses_tiles
+
+    get = kernel.compiled_backward if backward else kernel.compiled
+    if not uses_tiles(kernel):
+        return get(device), block_dim
+    block_dim = effective_block_dim(block_dim, device)
+    return get(device, block_shape(kernel, dim, block_dim)), block_dim
 
 
 def _launch_tracked(kernel, dim, inputs, outputs, device, stream, record_tape, max_blocks, block_dim):
@@ -296,7 +310,7 @@ def launch_adjoint(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device
     if getattr(kernel, "_generic", None) is None and not hasattr(kernel, "specialization_for"):
         raise LaunchError(f"wp.launch() needs a @wp.kernel, got {type(kernel).__name__}")
     kernel = kernel.specialization_for(values)
-    compiled = kernel.compiled_backward(device)
+    compiled, block_dim = _compiled_for(kernel, device, dim, block_dim, backward=True)
     names_ = kernel.ir.param_names
     if len(values) != len(names_):
         raise LaunchError(f"kernel takes {len(names_)} argument(s) ({', '.join(names_)}), got {len(values)}")

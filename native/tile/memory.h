@@ -1,0 +1,108 @@
+// tile_load / tile_store / tile_atomic_add between arrays and tiles, and their adjoints.
+//
+// Tile dimension k starts at array index offset[k]; elements outside the array read as zero
+// and are not written. A tile of fewer dimensions than the array covers its trailing ones.
+#pragma once
+#include "tile.h"
+#include "../runtime/array.h"
+#include "../runtime/atomic.h"
+#include "../runtime/array_adjoint.h"
+
+namespace tw {
+namespace detail {
+// Where tile element e lands in array `a` (its address), or nullptr outside the array.
+template <typename S, typename T, int D>
+TW_FUNC T* tile_address(const array_t<T, D>& a, T* base, const int64_t (&offset)[D], int e) {
+    static_assert(S::ndim <= D, "a tile cannot have more dimensions than its array");
+    int64_t byte = 0;
+    for (int d = 0; d < D; ++d) {
+        const int k = d - (D - S::ndim);  // tile dimension of array dimension d
+        const int64_t i = offset[d] + (k >= 0 ? (e / S::stride(k)) % S::extent(k) : 0);
+        if (i < 0 || i >= a.shape[d]) return nullptr;
+        byte += i * a.strides[d];
+    }
+    return (T*)(byte_ptr(base) + byte);
+}
+template <int D, typename... I> TW_FUNC void offsets(int64_t (&o)[D], I... i) {
+    static_assert(sizeof...(I) == D, "one offset per array dimension");
+    const int64_t v[D] = {(int64_t)i...};
+    for (int d = 0; d < D; ++d) o[d] = v[d];
+}
+}  // namespace detail
+
+template <typename X, typename T, int D, typename... I>
+TW_FUNC void tile_load(X& out, const array_t<T, D>& a, I... i) {
+    int64_t o[D];
+    detail::offsets(o, i...);
+    tile_fill_with(out, [&](int, int e) {
+        const T* p = detail::tile_address<typename X::shape>(a, a.data, o, e);
+        return p ? *p : T();
+    });
+}
+
+template <typename X, typename T, int D, typename... I>
+TW_FUNC void tile_store(const array_t<T, D>& a, const X& t, I... i) {
+    int64_t o[D];
+    detail::offsets(o, i...);
+    block_sync();  // the tile may have been written by other lanes just before
+    TW_FOR_OWNED(X::size, X::block_dim, r, e) {
+        T* p = detail::tile_address<typename X::shape>(a, a.data, o, e);
+        if (p) *p = t.at(r, e);
+    }
+}
+
+// the old values (zero outside the array)
+template <typename D0, typename X, typename T, int D, typename... I>
+TW_FUNC void tile_atomic_add(D0& old, const array_t<T, D>& a, const X& t, I... i) {
+    int64_t o[D];
+    detail::offsets(o, i...);
+    tile_fill_with(old, [&](int r, int e) {
+        T* p = detail::tile_address<typename X::shape>(a, a.data, o, e);
+        return p ? atomic_add(p, t.at(r, e)) : T();
+    });
+}
+
+// Bitwise atomics of tiles (Warp's tile_atomic_and/or/xor spelt as atomics on arrays).
+#define TW_TILE_ATOMIC_BITS(NAME)                                                              \
+    template <typename D0, typename X, typename T, int D, typename... I>                         \
+    TW_FUNC void tile_##NAME(D0& old, const array_t<T, D>& a, const X& t, I... i) {              \
+        int64_t o[D];                                                                            \
+        detail::offsets(o, i...);                                                                \
+        tile_fill_with(old, [&](int r, int e) {                                                  \
+            T* p = detail::tile_address<typename X::shape>(a, a.data, o, e);                     \
+            return p ? NAME(p, t.at(r, e)) : T();                                                \
+        });                                                                                      \
+    }
+TW_TILE_ATOMIC_BITS(atomic_and)
+TW_TILE_ATOMIC_BITS(atomic_or)
+TW_TILE_ATOMIC_BITS(atomic_xor)
+#undef TW_TILE_ATOMIC_BITS
+
+// ---- adjoints: `adj` is the gradient array (data == nullptr: none) -----------------------------
+
+// a load's adjoint scatters into the gradient array (atomically: blocks may overlap)
+template <typename X, typename T, int D, typename... I>
+TW_FUNC void adj_tile_load(const array_t<T, D>& adj, const X& adj_out, I... i) {
+    if (!adj.data) return;
+    int64_t o[D];
+    detail::offsets(o, i...);
+    block_sync();
+    TW_FOR_OWNED(X::size, X::block_dim, r, e) {
+        T* p = detail::tile_address<typename X::shape>(adj, adj.data, o, e);
+        if (p) detail::atomic_accum(p, adj_out.at(r, e));
+    }
+}
+// a store's (and an atomic add's) adjoint gathers the gradient of the elements it wrote
+template <typename X, typename T, int D, typename... I>
+TW_FUNC void adj_tile_store(const array_t<T, D>& adj, X& adj_t, I... i) {
+    if (!adj.data) return;
+    int64_t o[D];
+    detail::offsets(o, i...);
+    block_sync();
+    TW_FOR_OWNED(X::size, X::block_dim, r, e) {
+        const T* p = detail::tile_address<typename X::shape>(adj, adj.data, o, e);
+        if (p) adj_t.at(r, e) = add(adj_t.at(r, e), *p);
+    }
+    block_sync();
+}
+}  // namespace tw

@@ -1,0 +1,259 @@
+// Reductions (whole tile and along an axis), scans and sort.
+//
+// A whole-tile reduction combines the elements each lane owns, then the lanes' partial results
+// (block_reduce). On CUDA that is a warp shuffle tree and one exchange through shared memory; on
+// the CPU the block's tile code already holds every element, so the partial result is the total.
+#pragma once
+#include "tile.h"
+
+namespace tw {
+namespace detail {
+#if TW_IS_CUDA
+// Shuffle any trivially copyable value, 4 bytes at a time.
+template <typename T> TW_FUNC T shfl_down(const T& v, int delta) {
+    constexpr int W = (int)((sizeof(T) + 3) / 4);
+    unsigned u[W];
+    const char* s = (const char*)&v;
+    char* p = (char*)u;
+    for (int i = 0; i < (int)sizeof(T); ++i) p[i] = s[i];
+    for (int i = 0; i < W; ++i) u[i] = __shfl_down_sync(0xffffffffu, u[i], delta);
+    T r;
+    char* q = (char*)&r;
+    for (int i = 0; i < (int)sizeof(T); ++i) q[i] = p[i];
+    return r;
+}
+#endif
+}  // namespace detail
+
+// Combine `v` (meaningful where `valid`) over the block's lanes; every lane gets the result.
+// Returns false when no lane had a value.
+template <int BD, typename T, typename Op> TW_FUNC bool block_reduce(bool valid, T& v, const Op& op) {
+#if TW_IS_CUDA
+    __shared__ __align__(16) unsigned char raw[32 * sizeof(T)];
+    __shared__ int any[32];
+    T* part = (T*)raw;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    constexpr int warps = (BD + 31) / 32;
+    __syncthreads();  // an earlier reduction may still be reading the scratch
+    if (BD % 32 == 0) {
+        for (int d = 16; d > 0; d >>= 1) {
+            const T o = detail::shfl_down(v, d);
+            const bool ov = __shfl_down_sync(0xffffffffu, valid, d) != 0;
+            if (ov) v = valid ? op(v, o) : o, valid = true;
+        }
+        if (lane == 0) {
+            if (valid) part[warp] = v;
+            any[warp] = valid;
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            bool ok = false;
+            T acc = T();
+            for (int w = 0; w < warps; ++w)
+                if (any[w]) acc = ok ? op(acc, part[w]) : part[w], ok = true;
+            part[0] = acc;
+            any[0] = ok;
+        }
+    } else {  // block sizes that are not whole warps: lane 0 combines every lane in order
+        T* all = (T*)raw;  // too small for BD > 32: go through the lanes in rounds of 32
+        bool ok = false;
+        T acc = T();
+        for (int base = 0; base < BD; base += 32) {
+            if (threadIdx.x >= base && threadIdx.x < base + 32) {
+                all[threadIdx.x - base] = v;
+                any[threadIdx.x - base] = valid;
+            }
+            __syncthreads();
+            if (threadIdx.x == 0)
+                for (int l = 0; l < 32 && base + l < BD; ++l)
+                    if (any[l]) acc = ok ? op(acc, all[l]) : all[l], ok = true;
+            __syncthreads();
+        }
+        if (threadIdx.x == 0) {
+            part[0] = acc;
+            any[0] = ok;
+        }
+    }
+    __syncthreads();
+    v = part[0];
+    return any[0] != 0;
+#else
+    return valid;
+#endif
+}
+
+// The elements a lane owns, combined; false when it owns none.
+template <typename X, typename Op> TW_FUNC bool owned_reduce(const X& t, typename X::value_type& v, const Op& op) {
+    bool valid = false;
+    TW_FOR_OWNED(X::size, X::block_dim, r, e) {
+        v = valid ? op(v, t.at(r, e)) : t.at(r, e);
+        valid = true;
+    }
+    return valid;
+}
+
+template <typename D, typename X, typename Op> TW_FUNC void tile_reduce(D& out, const X& t, const Op& op) {
+    typename X::value_type v = typename X::value_type();
+    bool valid = owned_reduce(t, v, op);
+    block_reduce<X::block_dim>(valid, v, op);
+    tile_fill_with(out, [&](int, int) { return v; });
+}
+
+struct op_add {
+    template <typename T> TW_FUNC T operator()(const T& a, const T& b) const { return add(a, b); }
+};
+struct op_min {
+    template <typename T> TW_FUNC T operator()(const T& a, const T& b) const { return min(a, b); }
+};
+struct op_max {
+    template <typename T> TW_FUNC T operator()(const T& a, const T& b) const { return max(a, b); }
+};
+template <typename D, typename X> TW_FUNC void tile_sum(D& out, const X& t) { tile_reduce(out, t, op_add()); }
+template <typename D, typename X> TW_FUNC void tile_min(D& out, const X& t) { tile_reduce(out, t, op_min()); }
+template <typename D, typename X> TW_FUNC void tile_max(D& out, const X& t) { tile_reduce(out, t, op_max()); }
+
+// the sum's adjoint reaches every element
+template <typename X, typename D> TW_FUNC void adj_tile_sum(X& adj_t, const D& adj_out) {
+    block_sync();
+    const typename X::value_type g = adj_out.at(0, 0);  // reduction results are shared tiles
+    TW_FOR_OWNED(X::size, X::block_dim, r, e) adj_t.at(r, e) = add(adj_t.at(r, e), g);
+    block_sync();
+}
+
+// argmin / argmax: the first index holding the extreme value (NaN never wins)
+template <typename T> struct arg_t {
+    T value;
+    int32_t index;
+};
+template <bool Max> struct op_arg {
+    template <typename T> TW_FUNC arg_t<T> operator()(const arg_t<T>& a, const arg_t<T>& b) const {
+        const bool b_better = Max ? (b.value > a.value) : (b.value < a.value);
+        const bool same = !(b.value < a.value) && !(a.value < b.value) && b.value == a.value;
+        const bool a_nan = !(a.value == a.value);
+        if (a_nan || b_better || (same && b.index < a.index)) return b;
+        return a;
+    }
+};
+template <bool Max, typename D, typename X> TW_FUNC void tile_arg(D& out, const X& t) {
+    typedef typename X::value_type T;
+    arg_t<T> v{T(), 0};
+    bool valid = false;
+    TW_FOR_OWNED(X::size, X::block_dim, r, e) {
+        const arg_t<T> a{t.at(r, e), e};
+        v = valid ? op_arg<Max>()(v, a) : a;
+        valid = true;
+    }
+    block_reduce<X::block_dim>(valid, v, op_arg<Max>());
+    tile_fill_with(out, [&](int, int) { return v.index; });
+}
+template <typename D, typename X> TW_FUNC void tile_argmin(D& out, const X& t) { tile_arg<false>(out, t); }
+template <typename D, typename X> TW_FUNC void tile_argmax(D& out, const X& t) { tile_arg<true>(out, t); }
+
+// min / max: the gradient goes to every element equal to the result (as atomic_min/max do)
+template <typename X, typename D> TW_FUNC void adj_tile_select(const X& t, const D& out, X& adj_t, const D& adj_out) {
+    block_sync();
+    const typename X::value_type m = out.at(0, 0), g = adj_out.at(0, 0);
+    TW_FOR_OWNED(X::size, X::block_dim, r, e) if (t.at(r, e) == m) adj_t.at(r, e) = add(adj_t.at(r, e), g);
+    block_sync();
+}
+
+// ---- along one axis: the input is shared (or the CPU's whole-block tile) -----------------------
+// out element o combines the input elements whose index, with `axis` removed, is o.
+template <int Axis, typename D, typename X, typename Op> TW_FUNC void tile_reduce_axis(D& out, const X& t, const Op& op) {
+    typedef typename X::shape S;
+    constexpr int n = S::extent(Axis), step = S::stride(Axis);
+    block_sync();
+    tile_fill_with(out, [&](int, int o) {
+        // o enumerates the kept indices row-major: split it around the removed axis
+        const int outer = o / step, inner = o % step, base = outer * n * step + inner;
+        typename X::value_type v = t.at(base, base);
+        for (int k = 1; k < n; ++k) v = op(v, t.at(base + k * step, base + k * step));
+        return v;
+    });
+}
+template <int Axis, typename X, typename D> TW_FUNC void adj_tile_sum_axis(X& adj_t, const D& adj_out) {
+    typedef typename X::shape S;
+    constexpr int n = S::extent(Axis), step = S::stride(Axis);
+    tile_for<X::size, X::block_dim>([&](int r, int e) {
+        const int o = (e / (n * step)) * step + e % step;
+        adj_t.at(r, e) = add(adj_t.at(r, e), adj_out.at(o, o));
+    });
+}
+
+// ---- scans over the row-major order (input and output shared, or the CPU's whole tile) --------
+// Each lane scans a contiguous chunk; the chunk totals are scanned once; the lanes add them.
+template <bool Inclusive, typename D, typename X, typename Op>
+TW_FUNC void tile_scan(D& out, const X& t, const Op& op) {
+    typedef typename X::value_type T;
+    constexpr int N = X::size, BD = X::block_dim;
+#if TW_IS_CUDA
+    constexpr int chunk = (N + BD - 1) / BD;
+    __shared__ __align__(16) unsigned char raw[BD * sizeof(T)];
+    T* totals = (T*)raw;
+    const int begin = (int)threadIdx.x * chunk, end = begin + chunk < N ? begin + chunk : N;
+    begin_write(out);
+    T acc = T();
+    for (int e = begin; e < end; ++e) acc = e == begin ? t.at(e, e) : op(acc, t.at(e, e));
+    totals[threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.x == 0) {  // exclusive scan of the chunk totals
+        T run = T();
+        bool first = true;
+        for (int l = 0; l < BD; ++l) {
+            const T x = totals[l];
+            totals[l] = run;
+            if (l * chunk < N) run = first ? x : op(run, x), first = false;
+        }
+    }
+    __syncthreads();
+    T run = totals[threadIdx.x];
+    for (int e = begin; e < end; ++e) {
+        const T x = t.at(e, e);
+        if (Inclusive) run = (e == 0) ? x : op(run, x);
+        out.at(e, e) = Inclusive ? run : (e == 0 ? T() : run);
+        if (!Inclusive) run = (e == 0) ? x : op(run, x);
+    }
+    __syncthreads();
+#else
+    T run = T();
+    for (int e = 0; e < N; ++e) {
+        const T x = t.at(e, e);
+        if (Inclusive) run = e == 0 ? x : op(run, x);
+        out.at(e, e) = Inclusive ? run : (e == 0 ? T() : run);
+        if (!Inclusive) run = e == 0 ? x : op(run, x);
+    }
+#endif
+}
+// the inclusive sum scan's adjoint: adj_t[i] += sum over j >= i of adj_out[j]; exclusive: j > i
+template <bool Inclusive, typename X, typename D> TW_FUNC void adj_tile_scan_sum(X& adj_t, const D& adj_out) {
+    constexpr int N = X::size;
+    block_sync();
+    TW_FOR_OWNED(N, X::block_dim, r, e) {
+        typename X::value_type g = typename X::value_type();
+        for (int j = Inclusive ? e : e + 1; j < N; ++j) g = add(g, adj_out.at(j, j));
+        adj_t.at(r, e) = add(adj_t.at(r, e), g);
+    }
+    block_sync();
+}
+
+// ---- sort: keys ascending, values permuted with them, in place (shared tiles) -----------------
+// Odd-even transposition: N rounds of independent compare-exchanges, spread over the lanes.
+template <typename K, typename V> TW_FUNC void tile_sort(K& keys, V& values) {
+    constexpr int N = K::size;
+    block_sync();
+    for (int round = 0; round < N; ++round) {
+        const int first = round & 1;
+        for (int p = first + 2 * lane_index(); p + 1 < N; p += 2 * (TW_IS_CUDA ? K::block_dim : 1)) {
+            auto& a = keys.at(p, p);
+            auto& b = keys.at(p + 1, p + 1);
+            if (b < a) {
+                auto k = a; a = b; b = k;
+                auto v = values.at(p, p);
+                values.at(p, p) = values.at(p + 1, p + 1);
+                values.at(p + 1, p + 1) = v;
+            }
+        }
+        block_sync();
+    }
+}
+}  // namespace tw

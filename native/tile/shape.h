@@ -1,0 +1,142 @@
+// Element access, shape changes (broadcast, transpose, views) and the portable matmul.
+//
+// Ops here read their input at elements other than the ones a lane owns, so on CUDA the input is
+// a shared tile (tilewarp/block/storage.py makes it one); on the CPU every tile is whole.
+#pragma once
+#include "tile.h"
+#include "../runtime/atomic.h"
+#include "../runtime/array_adjoint.h"
+
+namespace tw {
+// Row-major position of an element; negative indices count from the end.
+template <typename S, typename... I> TW_FUNC int tile_index(I... i) {
+    static_assert(sizeof...(I) == S::ndim, "one index per tile dimension");
+    const int64_t v[sizeof...(I)] = {(int64_t)i...};
+    int lin = 0;
+    for (int d = 0; d < S::ndim; ++d) {
+        int64_t k = v[d];
+        if (k < 0) k += S::extent(d);
+        lin += (int)k * S::stride(d);
+    }
+    return lin;
+}
+
+template <typename X> TW_FUNC const typename X::value_type& tile_get(const X& t, int lin) {
+#if TW_IS_CUDA
+    static_assert(X::shared, "tilewarp: element reads need a shared tile");
+#endif
+    return t.at(lin, lin);
+}
+template <typename X> TW_FUNC typename X::value_type& tile_ref(X& t, int lin) {
+#if TW_IS_CUDA
+    static_assert(X::shared, "tilewarp: element writes need a shared tile");
+#endif
+    return t.at(lin, lin);
+}
+
+// adjoint of an element read: the element's adjoint receives this lane's share
+template <typename X> TW_FUNC void adj_tile_get(X& adj_t, int lin, const typename X::value_type& g) {
+    detail::atomic_accum(&tile_ref(adj_t, lin), g);
+}
+
+// ---- broadcast (NumPy rules, right-aligned), transpose, sub-tile copies ------------------------
+template <typename D, typename X> TW_FUNC int broadcast_source(int e) {
+    typedef typename D::shape SD;
+    typedef typename X::shape SX;
+    int src = 0;
+    for (int d = 0; d < SX::ndim; ++d) {
+        const int k = d + SD::ndim - SX::ndim;  // destination dimension of source dimension d
+        const int i = SX::extent(d) == 1 ? 0 : (e / SD::stride(k)) % SD::extent(k);
+        src += i * SX::stride(d);
+    }
+    return src;
+}
+template <typename D, typename X> TW_FUNC void tile_broadcast(D& out, const X& t) {
+    block_sync();
+    tile_fill_with(out, [&](int, int e) {
+        const int s = broadcast_source<D, X>(e);
+        return t.at(s, s);
+    });
+}
+template <typename X, typename D> TW_FUNC void adj_tile_broadcast(X& adj_t, const D& adj_out) {
+    tile_for<D::size, D::block_dim>([&](int r, int e) {
+        const int s = broadcast_source<D, X>(e);
+        detail::atomic_accum(&adj_t.at(s, s), adj_out.at(r, e));
+    });
+}
+
+template <typename D, typename X> TW_FUNC void tile_transpose(D& out, const X& t) {
+    constexpr int R = X::shape::extent(0), C = X::shape::extent(1);
+    block_sync();
+    tile_fill_with(out, [&](int, int e) {  // out is (C, R): element (j, i) = t(i, j)
+        const int s = (e % R) * C + e / R;
+        return t.at(s, s);
+    });
+}
+template <typename X, typename D> TW_FUNC void adj_tile_transpose(X& adj_t, const D& adj_out) {
+    constexpr int R = X::shape::extent(0), C = X::shape::extent(1);
+    tile_for<X::size, X::block_dim>([&](int r, int e) {  // adj_t(i, j) += adj_out(j, i)
+        const int s = (e % C) * R + e / C;
+        adj_t.at(r, e) = add(adj_t.at(r, e), adj_out.at(s, s));
+    });
+}
+
+// the box of t starting at `origin` (row-major position of its first element) with out's shape
+template <typename D, typename X> TW_FUNC int view_source(int origin, int e) {
+    typedef typename D::shape SD;
+    typedef typename X::shape SX;
+    int src = origin;
+    for (int d = 0; d < SD::ndim; ++d) src += ((e / SD::stride(d)) % SD::extent(d)) * SX::stride(d + SX::ndim - SD::ndim);
+    return src;
+}
+template <typename D, typename X> TW_FUNC void tile_view(D& out, const X& t, int origin) {
+    block_sync();
+    tile_fill_with(out, [&](int, int e) {
+        const int s = view_source<D, X>(origin, e);
+        return t.at(s, s);
+    });
+}
+template <typename X, typename D> TW_FUNC void adj_tile_view(X& adj_t, int origin, const D& adj_out) {
+    tile_for<D::size, D::block_dim>([&](int r, int e) {
+        const int s = view_source<D, X>(origin, e);
+        adj_t.at(s, s) = add(adj_t.at(s, s), adj_out.at(r, e));
+    });
+}
+
+// ---- matmul: out = alpha * a @ b + beta * c (the portable path; tensor cores come later) -------
+template <typename D, typename A, typename B, typename C, typename S>
+TW_FUNC void tile_matmul(D& out, const A& a, const B& b, const C& c, S alpha, S beta) {
+    constexpr int M = A::shape::extent(0), K = A::shape::extent(1), N = B::shape::extent(1);
+    typedef typename D::value_type T;
+    block_sync();
+    tile_fill_with(out, [&](int r, int e) {
+        const int i = e / N, j = e % N;
+        T acc = T();
+        for (int k = 0; k < K; ++k) acc = add(acc, mul(a.at(i * K + k, i * K + k), b.at(k * N + j, k * N + j)));
+        const T v = mul(cast<T>(alpha), acc);
+        return beta == S(0) ? v : add(v, mul(cast<T>(beta), c.at(r, e)));
+    });
+    (void)M;
+}
+template <typename A, typename B, typename C, typename D, typename S>
+TW_FUNC void adj_tile_matmul(const A& a, const B& b, A& adj_a, B& adj_b, C& adj_c, S alpha, S beta, const D& adj_out) {
+    constexpr int M = A::shape::extent(0), K = A::shape::extent(1), N = B::shape::extent(1);
+    typedef typename D::value_type T;
+    block_sync();
+    TW_FOR_OWNED(M * K, A::block_dim, r, e) {  // adj_a += alpha * adj_out @ b^T
+        const int i = e / K, k = e % K;
+        T acc = T();
+        for (int j = 0; j < N; ++j) acc = add(acc, mul(adj_out.at(i * N + j, i * N + j), b.at(k * N + j, k * N + j)));
+        adj_a.at(r, e) = add(adj_a.at(r, e), mul(cast<T>(alpha), acc));
+    }
+    TW_FOR_OWNED(K * N, B::block_dim, r, e) {  // adj_b += alpha * a^T @ adj_out
+        const int k = e / N, j = e % N;
+        T acc = T();
+        for (int i = 0; i < M; ++i) acc = add(acc, mul(a.at(i * K + k, i * K + k), adj_out.at(i * N + j, i * N + j)));
+        adj_b.at(r, e) = add(adj_b.at(r, e), mul(cast<T>(alpha), acc));
+    }
+    if (beta != S(0))
+        TW_FOR_OWNED(M * N, C::block_dim, r, e) adj_c.at(r, e) = add(adj_c.at(r, e), mul(cast<T>(beta), adj_out.at(r, e)));
+    block_sync();
+}
+}  // namespace tw

@@ -1,0 +1,220 @@
+// Tiles: block-wide arrays that the threads (lanes) of one block build and use together.
+//
+// A register tile `rtile<T, S, BD>` spreads its elements over the block's lanes: on CUDA lane t
+// holds elements t, t + BD, t + 2 BD, ... in `data[0], data[1], ...`; on the CPU the block's
+// tile code runs once for all lanes (docs/ARCHITECTURE.md, "Tiles"), so `data` holds every
+// element. A shared tile `stile<T, S, BD>` points into the block's shared memory, planned by the
+// compiler (tilewarp/block/storage.py). Every op walks the elements a lane *owns* (TW_FOR_OWNED:
+// the register distribution, for both storages), so one body serves both targets and both storages.
+#pragma once
+#include "../core/target.h"
+#include "../core/vec.h"
+#include "../core/mat.h"
+
+namespace tw {
+// Tile shapes: extents D0..D3 (0 = no such dimension), row-major.
+template <int D0, int D1 = 0, int D2 = 0, int D3 = 0> struct shape_t {
+    static constexpr int ndim = D1 == 0 ? 1 : D2 == 0 ? 2 : D3 == 0 ? 3 : 4;
+    static constexpr int size = D0 * (D1 ? D1 : 1) * (D2 ? D2 : 1) * (D3 ? D3 : 1);
+    TW_FUNC static constexpr int extent(int k) { return k == 0 ? D0 : k == 1 ? D1 : k == 2 ? D2 : D3; }
+    // row-major stride of dimension k, in elements
+    TW_FUNC static constexpr int stride(int k) {
+        return k >= ndim - 1 ? 1 : (k == 0 ? (D1 ? D1 : 1) * (D2 ? D2 : 1) * (D3 ? D3 : 1)
+                                   : k == 1 ? (D2 ? D2 : 1) * (D3 ? D3 : 1) : (D3 ? D3 : 1));
+    }
+};
+
+#if TW_IS_CUDA
+#define TW_TILE_REGS(N, BD) (((N) + (BD) - 1) / (BD))
+#define TW_FOR_OWNED(N, BD, r, e) for (int r = 0, e = (int)threadIdx.x; e < (N); ++r, e += (BD))
+TW_FUNC void block_sync() { __syncthreads(); }
+TW_FUNC int lane_index() { return (int)threadIdx.x; }
+#else
+#define TW_TILE_REGS(N, BD) (N)
+#define TW_FOR_OWNED(N, BD, r, e) for (int r = 0, e = 0; e < (N); ++r, ++e)
+TW_FUNC void block_sync() {}
+TW_FUNC int lane_index() { return 0; }
+#endif
+
+template <typename T, typename S, int BD> struct rtile {
+    typedef T value_type;
+    typedef S shape;
+    static constexpr int size = S::size, block_dim = BD;
+    static constexpr bool shared = false;
+    T data[TW_TILE_REGS(S::size, BD)];
+    TW_FUNC T& at(int r, int) { return data[r]; }
+    TW_FUNC const T& at(int r, int) const { return data[r]; }
+};
+
+template <typename T, typename S, int BD> struct stile {
+    typedef T value_type;
+    typedef S shape;
+    static constexpr int size = S::size, block_dim = BD;
+    static constexpr bool shared = true;
+    T* data;
+    TW_FUNC T& at(int, int e) { return data[e]; }
+    TW_FUNC const T& at(int, int e) const { return data[e]; }
+};
+
+namespace detail {
+template <typename X> struct remove_cvref { typedef X type; };
+template <typename X> struct remove_cvref<X&> { typedef X type; };
+template <typename X> struct remove_cvref<const X> { typedef X type; };
+template <typename X> struct remove_cvref<const X&> { typedef X type; };
+template <typename X> struct is_tile { static constexpr bool value = false; };
+template <typename T, typename S, int BD> struct is_tile<rtile<T, S, BD>> { static constexpr bool value = true; };
+template <typename T, typename S, int BD> struct is_tile<stile<T, S, BD>> { static constexpr bool value = true; };
+}  // namespace detail
+
+template <typename X> using decay_t = typename detail::remove_cvref<X>::type;
+template <typename X> TW_FUNC constexpr int tile_size() { return decay_t<X>::size; }
+// a zero of an element's type (the scratch adjoint of one element of tile_map)
+template <typename X> TW_FUNC X adj_zero_like(const X&) { return X(); }
+
+// Element e (held in register slot r) of a tile; a scalar stands for a tile of itself.
+template <typename X, detail::enable_if_t<detail::is_tile<X>::value, int> = 0>
+TW_FUNC const typename X::value_type& elem(const X& t, int r, int e) { return t.at(r, e); }
+template <typename X, detail::enable_if_t<!detail::is_tile<X>::value, int> = 0>
+TW_FUNC const X& elem(const X& s, int, int) { return s; }
+
+// Writing a shared tile: wait until every lane is done reading its old contents, and publish the
+// new ones before anyone reads them. Register tiles need neither.
+template <typename X> TW_FUNC void begin_write(const X&) {
+    if (X::shared) block_sync();
+}
+template <typename X> TW_FUNC void end_write(const X&) {
+    if (X::shared) block_sync();
+}
+
+// out[e] = f(r, e) for the elements this lane owns.
+template <typename D, typename F> TW_FUNC void tile_fill_with(D& out, const F& f) {
+    begin_write(out);
+    TW_FOR_OWNED(D::size, D::block_dim, r, e) out.at(r, e) = f(r, e);
+    end_write(out);
+}
+// f(r, e) for the elements of an N-element tile this lane owns (adjoints of element-wise ops);
+// the syncs make the adjoint tiles it updates visible to every lane.
+template <int N, int BD, typename F> TW_FUNC void tile_for(const F& f) {
+    block_sync();
+    TW_FOR_OWNED(N, BD, r, e) f(r, e);
+    block_sync();
+}
+
+// ---- construction ----------------------------------------------------------------------------
+template <typename D, typename V> TW_FUNC void tile_full(D& out, const V& value) {
+    const typename D::value_type v = cast<typename D::value_type>(value);
+    tile_fill_with(out, [&](int, int) { return v; });
+}
+template <typename D> TW_FUNC void tile_zero(D& out) {
+    tile_fill_with(out, [&](int, int) { return typename D::value_type(); });
+}
+template <typename D, typename V> TW_FUNC void tile_arange(D& out, V start, V step) {
+    typedef typename D::value_type T;
+    tile_fill_with(out, [&](int, int e) { return cast<T>(start + step * (V)e); });
+}
+// tile(x): every lane contributes its own x (on the CPU the block's lane values arrive as one array)
+template <typename D> TW_FUNC void tile_from(D& out, const typename D::value_type& x) {
+    tile_fill_with(out, [&](int, int) { return x; });
+}
+template <typename D> TW_FUNC void tile_from(D& out, const typename D::value_type (&lanes)[D::block_dim]) {
+    tile_fill_with(out, [&](int, int e) { return lanes[e]; });
+}
+// tile(v) of a vector or matrix without preserve_type: shape (components, BD), component c of
+// lane t at element c * BD + t
+template <typename D, typename V> TW_FUNC void tile_from_split(D& out, const V& x) {
+    constexpr int BD = D::block_dim;
+    tile_fill_with(out, [&](int, int e) { return detail::flat(x)[e / BD]; });
+}
+template <typename D, typename V> TW_FUNC void tile_from_split(D& out, const V (&lanes)[D::block_dim]) {
+    constexpr int BD = D::block_dim;
+    tile_fill_with(out, [&](int, int e) { return detail::flat(lanes[e % BD])[e / BD]; });
+}
+// untile(t): lane t receives element t (or the components c * BD + t)
+template <typename X> TW_FUNC void untile(typename X::value_type& out, const X& t) {
+    out = t.at(0, lane_index());
+}
+template <typename X> TW_FUNC void untile(typename X::value_type (&out)[X::block_dim], const X& t) {
+    for (int l = 0; l < X::block_dim; ++l) out[l] = t.at(l, l);
+}
+template <typename V, typename X> TW_FUNC void untile_split(V& out, const X& t) {
+    constexpr int BD = X::block_dim;
+    const int l = lane_index();
+    for (int c = 0; c < (int)(sizeof(V) / sizeof(typename X::value_type)); ++c)
+        detail::flat(out)[c] = t.at(c, c * BD + l);
+}
+template <typename V, typename X> TW_FUNC void untile_split(V (&out)[X::block_dim], const X& t) {
+    constexpr int BD = X::block_dim;
+    for (int l = 0; l < BD; ++l)
+        for (int c = 0; c < (int)(sizeof(V) / sizeof(typename X::value_type)); ++c)
+            detail::flat(out[l])[c] = t.at(c * BD + l, c * BD + l);
+}
+
+// ---- copies between tiles of one size (assignment, reshape, squeeze) -------------------------
+template <typename D, typename X> TW_FUNC void tile_assign(D& out, const X& src) {
+    if (D::shared && X::shared && (const void*)&out == (const void*)&src) return;
+    tile_fill_with(out, [&](int r, int e) { return cast<typename D::value_type>(src.at(r, e)); });
+}
+
+// ---- adjoints of construction and copies -------------------------------------------------------
+// adjoints accumulate into the elements this lane owns; a scalar's adjoint gets this lane's share
+template <typename X, detail::enable_if_t<detail::is_tile<X>::value, int> = 0, typename G>
+TW_FUNC void adj_elem(X& adj, int r, int e, const G& g) {
+    adj.at(r, e) = add(adj.at(r, e), g);
+}
+template <typename X, detail::enable_if_t<!detail::is_tile<X>::value, int> = 0>
+TW_FUNC void adj_elem(X& adj, int, int, const X& g) {
+    adj = add(adj, g);
+}
+template <typename D, typename V> TW_FUNC void adj_tile_full(V& adj_value, const D& adj_out) {
+    TW_FOR_OWNED(D::size, D::block_dim, r, e) adj_value = add(adj_value, cast<V>(adj_out.at(r, e)));
+}
+template <typename D> TW_FUNC void adj_tile_from(typename D::value_type& adj_x, const D& adj_out) {
+    TW_FOR_OWNED(D::size, D::block_dim, r, e) adj_x = add(adj_x, adj_out.at(r, e));
+}
+template <typename D> TW_FUNC void adj_tile_from(typename D::value_type (&adj_x)[D::block_dim], const D& adj_out) {
+    for (int l = 0; l < D::block_dim; ++l) adj_x[l] = add(adj_x[l], adj_out.at(l, l));
+}
+template <typename D, typename V> TW_FUNC void adj_tile_from_split(V& adj_x, const D& adj_out) {
+    constexpr int BD = D::block_dim;
+    TW_FOR_OWNED(D::size, BD, r, e) detail::flat(adj_x)[e / BD] += adj_out.at(r, e);
+}
+template <typename D, typename V> TW_FUNC void adj_tile_from_split(V (&adj_x)[D::block_dim], const D& adj_out) {
+    constexpr int BD = D::block_dim;
+    for (int e = 0; e < D::size; ++e) detail::flat(adj_x[e % BD])[e / BD] += adj_out.at(e, e);
+}
+template <typename X> TW_FUNC void adj_untile(X& adj_t, const typename X::value_type& adj_out) {
+    block_sync();
+    adj_t.at(0, lane_index()) = add(adj_t.at(0, lane_index()), adj_out);
+    block_sync();
+}
+template <typename X> TW_FUNC void adj_untile(X& adj_t, const typename X::value_type (&adj_out)[X::block_dim]) {
+    for (int l = 0; l < X::block_dim; ++l) adj_t.at(l, l) = add(adj_t.at(l, l), adj_out[l]);
+}
+template <typename X, typename V> TW_FUNC void adj_untile_split(X& adj_t, const V& adj_out) {
+    constexpr int BD = X::block_dim;
+    block_sync();
+    const int l = lane_index();
+    for (int c = 0; c < (int)(sizeof(V) / sizeof(typename X::value_type)); ++c)
+        adj_t.at(c, c * BD + l) += detail::flat(adj_out)[c];
+    block_sync();
+}
+template <typename X, typename V> TW_FUNC void adj_untile_split(X& adj_t, const V (&adj_out)[X::block_dim]) {
+    constexpr int BD = X::block_dim;
+    for (int l = 0; l < BD; ++l)
+        for (int c = 0; c < (int)(sizeof(V) / sizeof(typename X::value_type)); ++c)
+            adj_t.at(c * BD + l, c * BD + l) += detail::flat(adj_out[l])[c];
+}
+template <typename X, typename D> TW_FUNC void adj_tile_assign(X& adj_src, const D& adj_out) {
+    tile_for<D::size, D::block_dim>([&](int r, int e) {
+        adj_src.at(r, e) = add(adj_src.at(r, e), cast<typename X::value_type>(adj_out.at(r, e)));
+    });
+}
+// the adjoint of a tile that is overwritten (or goes out of scope in the reverse pass) starts at zero
+template <typename D> TW_FUNC void adj_tile_clear(D& adj) { tile_zero(adj); }
+// tile adjoints accumulate element by element (copies of tiles in the reverse pass)
+template <typename T, typename S, int BD> TW_FUNC void adj_accum(rtile<T, S, BD>& adj, const rtile<T, S, BD>& g) {
+    TW_FOR_OWNED(S::size, BD, r, e) adj.at(r, e) = add(adj.at(r, e), g.at(r, e));
+}
+template <typename D, typename X, detail::enable_if_t<detail::is_tile<D>::value, int> = 0>
+TW_FUNC void adj_accum(D& adj, const X& g) { adj_tile_assign(adj, g); }
+}  // namespace tw

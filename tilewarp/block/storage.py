@@ -1,0 +1,124 @@
+"""Where each tile lives, and the block's shared memory, planned from the tiles' lifetimes.
+
+A tile stays in registers (its elements spread over the lanes) unless an operation reads it at
+elements other than those a lane owns (an element read, a transpose, a broadcast, an axis
+reduction, a matmul, a sort...), its result is read by every lane (reductions), or the user asked
+for ``storage="shared"``. Shared tiles get byte offsets in one block allocation: a tile occupies
+its bytes from its first definition to its last use (through the end of any loop that reads it
+from before the loop, or that carries it), and tiles whose lifetimes do not overlap share bytes
+(DESIGN decision 9; Warp sums every tile).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import types as T
+from ..builtins.tile import AXIS_SHARED, SHARED_ARGS, SHARED_RESULT, STORAGE_REQUEST
+from ..ir import nodes as ir
+
+ALIGN = 16
+
+
+@dataclass
+class Storage:
+    shared: set = field(default_factory=set)   # ids of the shared tiles
+    offsets: dict = field(default_factory=dict)  # id(tile) -> byte offset in the block's shared memory
+    bytes: int = 0
+
+
+def tile_bytes(t) -> int:
+    return T.type_size(t.dtype) * t.size
+
+
+def choose(fn: ir.Function) -> set:
+    """The ids of the tiles of ``fn`` that must be shared."""
+    shared = set()
+    for s in ir.walk(fn.body):
+        if not (isinstance(s, ir.Assign) and isinstance(s.op, ir.Call)):
+            continue
+        name, op = s.op.builtin.name, s.op
+        positions = SHARED_ARGS.get(name, ())
+        if name in AXIS_SHARED and op.template and op.template[-1] is not None:
+            positions = (0,)
+        for k in positions:
+            if k < len(op.args) and T.is_tile(op.args[k].type):
+                shared.add(id(op.args[k]))
+        if s.dst is not None and T.is_tile(s.dst.type):
+            k = STORAGE_REQUEST.get(name)
+            if name in SHARED_RESULT or (k is not None and op.template[k] == "shared"):
+                shared.add(id(s.dst))
+    return shared
+
+
+def _positions(stmts, pos, loops, counter):
+    """Number every statement (depth first); record each loop's span."""
+    for s in stmts:
+        counter[0] += 1
+        pos[id(s)] = counter[0]
+        start = counter[0]
+        if isinstance(s, ir.If):
+            _positions(s.body, pos, loops, counter)
+            _positions(s.orelse, pos, loops, counter)
+        elif isinstance(s, (ir.For, ir.While)):
+            if isinstance(s, ir.While):
+                _positions(s.test, pos, loops, counter)
+            _positions(s.body, pos, loops, counter)
+            loops.append((start, counter[0], s))
+
+
+def lifetimes(fn: ir.Function, tiles: set) -> dict:
+    """id(tile) -> [first, last] statement position it must keep its bytes for."""
+    pos, loops = {}, []
+    _positions(fn.body, pos, loops, [0])
+    span: dict = {}
+
+    def touch(v, p):
+        if isinstance(v, ir.Value) and id(v) in tiles:
+            lo, hi = span.get(id(v), (p, p))
+            span[id(v)] = [min(lo, p), max(hi, p)]
+
+    def visit(stmts):
+        for s in stmts:
+            p = pos[id(s)]
+            if isinstance(s, ir.Assign):
+                touch(s.dst, p)
+                for a in (s.op.args if isinstance(s.op, (ir.Call, ir.FuncCall)) else (s.op.src,)):
+                    touch(a, p)
+            elif isinstance(s, ir.If):
+                visit(s.body)
+                visit(s.orelse)
+            elif isinstance(s, (ir.For, ir.While)):
+                if isinstance(s, ir.While):
+                    visit(s.test)
+                visit(s.body)
+
+    visit(fn.body)
+    values = {id(v): v for v in fn.values}
+    for start, end, loop in loops:  # used in a loop but made before it, or carried: the whole loop
+        for vid, (lo, hi) in list(span.items()):
+            inside = start <= hi and lo <= end
+            if inside and (lo < start or getattr(values.get(vid), "mutable", False)):
+                span[vid] = [min(lo, start), max(hi, end)]
+    return span
+
+
+def plan(fn: ir.Function, extra_shared=()) -> Storage:
+    """Storage of every tile of ``fn`` and the shared-memory offsets (first fit by start position)."""
+    shared = choose(fn) | set(extra_shared)
+    sizes = {id(v): tile_bytes(v.type) for v in fn.values if T.is_tile(v.type) and id(v) in shared}
+    span = lifetimes(fn, set(sizes))
+    out = Storage(shared=shared)
+    placed = []  # (offset, size, last)
+    for vid in sorted(sizes, key=lambda v: (span.get(v, [0, 0])[0], -sizes[v])):
+        lo, hi = span.get(vid, [0, 0])
+        size = -(-sizes[vid] // ALIGN) * ALIGN
+        live = sorted((o, n) for o, n, l_lo, l_hi in placed if not (l_hi < lo or hi < l_lo))
+        offset = 0
+        for o, n in live:  # the first gap big enough
+            if offset + size <= o:
+                break
+            offset = max(offset, o + n)
+        placed.append((offset, size, lo, hi))
+        out.offsets[vid] = offset
+        out.bytes = max(out.bytes, offset + size)
+    return out

@@ -1,0 +1,116 @@
+"""C++ of kernels that use tiles: a body per block, with lane sections (docs/ARCHITECTURE.md, "Tiles").
+
+The statements keep their order; consecutive statements each lane runs for itself
+(``block/lanes.py``) are wrapped in ``TW_LANES_BEGIN`` / ``TW_LANES_END``, inside which a per-lane
+value is named ``TW_L(v)``. ``native/tile/block.h`` turns that into a guarded section of each CUDA
+thread, or a loop over the lanes on the CPU whose per-lane values are arrays. Tiles are declared
+as register tiles or as shared tiles at their planned offsets (``block/storage.py``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import types as T
+from ..block.lanes import Lanes, analyse
+from ..block.storage import Storage, plan
+from ..builtins.tile import ELEMENT, INTO
+from ..errors import KernelSyntaxError
+from ..ir import nodes as ir
+from . import names
+
+
+@dataclass(frozen=True)
+class BlockShape:
+    """What a kernel that uses tiles is compiled for: lanes per block, and which ``wp.tid()``
+    components are the same in every lane of a block (``(k, n)`` of ``tid<k, n>``)."""
+
+    block_dim: int
+    uniform_tids: frozenset = frozenset()
+
+
+def shape_cpp(shape) -> str:
+    return f"tw::shape_t<{', '.join(map(str, shape))}>"
+
+
+def tile_cpp(t, shared: bool, block_dim: int) -> str:
+    kind = "stile" if shared else "rtile"
+    return f"tw::{kind}<{t.dtype._cpp_}, {shape_cpp(t.shape)}, {block_dim}>"
+
+
+def declare(v, name: str, lanes: Lanes, storage: Storage, block_dim: int, offset_base: int = 0) -> str:
+    """The declaration of value ``v`` named ``name`` in a block body."""
+    t = v.type
+    if T.is_tile(t):
+        shared = id(v) in storage.shared
+        if shared:
+            off = storage.offsets[id(v)] + offset_base
+            return f"{tile_cpp(t, True, block_dim)} {name}{{({t.dtype._cpp_}*)(tw_smem + {off})}};"
+        return f"{tile_cpp(t, False, block_dim)} {name}{{}};"
+    if id(v) in lanes.varying:
+        return f"TW_VARYING({t._cpp_}, {name});"
+    return f"{t._cpp_} {name}{{}};"
+
+
+def prologue(smem_bytes: int) -> list:
+    return [f"TW_BLOCK_SMEM({smem_bytes});",
+            "const int64_t tw_base = block * tw_block_dim;",
+            "const int64_t task = tw_base;  // lane 0's: what a uniform wp.tid() reads",
+            "(void)task;"]
+
+
+def into_expression(s: ir.Assign, expression, ref) -> str:
+    """A tile op writing its destination: the C++ call takes it first."""
+    b = s.op.builtin
+    args = [ref(a) for a in s.op.args]
+    if b.name in INTO:
+        return b.emit([names.value(s.dst), *args], s.op.template) + ";"
+    return None
+
+
+class LaneGrouping:
+    """Statement printing shared by the forward and backward block printers: ``emit_one(s)`` prints
+    one statement; lane statements are gathered into lane sections."""
+
+    def grouped(self, stmts, emit_one, reverse=False):
+        order = list(reversed(stmts)) if reverse else list(stmts)
+        group = []
+        for s in order:
+            if self.in_lanes or id(s) in self.lanes.lane:
+                if self.in_lanes:
+                    emit_one(s)
+                else:
+                    group.append(s)
+                continue
+            self.flush(group, emit_one)
+            group = []
+            if isinstance(s, ir.Return):
+                self.line("return;")
+                continue
+            emit_one(s)
+        self.flush(group, emit_one)
+
+    def flush(self, group, emit_one):
+        if not group:
+            return
+        for s in group:
+            for x in ir.walk([s]):
+                if isinstance(x, ir.Return):
+                    raise KernelSyntaxError("return inside per-lane code of a kernel that uses tiles is not "
+                                            "supported (every lane must reach the tile operations): use if/else",
+                                            x.loc)
+        self.line("TW_LANES_BEGIN")
+        self.depth += 1
+        self.in_lanes = True
+        with names.lane_section(self.lanes.varying):
+            for s in group:
+                emit_one(s)
+        self.in_lanes = False
+        self.depth -= 1
+        self.line("TW_LANES_END")
+        if any(isinstance(x, ir.Assign) and isinstance(x.op, ir.Call) and x.op.builtin.name in ELEMENT
+               and x.op.builtin.side_effect for x in ir.walk(group)):
+            self.line("tw::block_sync();  // lanes wrote tile elements")
+
+
+def block_analysis(fn: ir.Function, shape: BlockShape):
+    return analyse(fn, shape.uniform_tids), plan(fn)

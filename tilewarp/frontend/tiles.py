@@ -1,0 +1,491 @@
+"""Tile calls and tile syntax: Warp's signatures bound to IR calls, operators, indexing, inlining.
+
+A tile builtin takes some arguments as values (arrays, tiles, offsets, fill values) and some as
+compile-time constants (shapes, dtypes, storage, axes, the function ``tile_map`` applies): the
+constants go into the IR call's template. ``a + b`` on tiles is ``tile_map`` of the scalar
+builtin; ``t[i, j]`` reads an element, ``t[i, j] = x`` / ``+=`` write one (each lane that runs
+the statement does, as in Warp). A ``@wp.func`` that takes or makes tiles is inlined into its
+caller, so every tile is a value of the kernel (storage planning and the block structure then
+see the whole kernel).
+"""
+from __future__ import annotations
+
+import ast
+import builtins as py
+
+from .. import types as T
+from ..builtins import REGISTRY
+from ..builtins.tile import ElementOp
+from ..errors import KernelSyntaxError, KernelTypeError
+from ..ir import nodes as ir
+
+_REQUIRED = object()
+
+#: Warp's parameters per builtin: (name, default, kind); kinds other than "value" are constants
+SIGNATURES = {
+    "tile": [("x", _REQUIRED, "value"), ("preserve_type", False, "const")],
+    "untile": [("a", _REQUIRED, "value")],
+    "tile_full": [("shape", _REQUIRED, "shape"), ("value", _REQUIRED, "value"), ("dtype", None, "dtype"),
+                  ("storage", "register", "storage")],
+    "tile_load": [("a", _REQUIRED, "value"), ("shape", _REQUIRED, "shape"), ("offset", None, "offset"),
+                  ("storage", "register", "storage"), ("bounds_check", True, "const"), ("aligned", False, "const")],
+    "tile_store": [("a", _REQUIRED, "value"), ("t", _REQUIRED, "value"), ("offset", None, "offset"),
+                   ("bounds_check", True, "const"), ("aligned", False, "const")],
+    "tile_atomic_add": [("a", _REQUIRED, "value"), ("t", _REQUIRED, "value"), ("offset", None, "offset"),
+                        ("bounds_check", True, "const")],
+    "tile_reduce": [("op", _REQUIRED, "func"), ("a", _REQUIRED, "value"), ("axis", None, "const")],
+    "tile_sort": [("keys", _REQUIRED, "value"), ("values", _REQUIRED, "value")],
+    "tile_broadcast": [("a", _REQUIRED, "value"), ("shape", _REQUIRED, "shape")],
+    "tile_transpose": [("a", _REQUIRED, "value")],
+    "tile_reshape": [("t", _REQUIRED, "value"), ("shape", _REQUIRED, "shape")],
+    "tile_squeeze": [("t", _REQUIRED, "value"), ("axis", None, "const")],
+    "tile_astype": [("t", _REQUIRED, "value"), ("dtype", _REQUIRED, "dtype")],
+    "tile_view": [("t", _REQUIRED, "value"), ("offset", _REQUIRED, "offset"), ("shape", None, "shape")],
+    "tile_matmul": [("a", _REQUIRED, "value"), ("b", _REQUIRED, "value"), ("out", None, "value"),
+                    ("alpha", 1.0, "const"), ("beta", 1.0, "const"), ("precision", "default", "const")],
+}
+for _n in ("tile_zeros", "tile_ones", "tile_empty"):
+    SIGNATURES[_n] = [("shape", _REQUIRED, "shape"), ("dtype", T.float32, "dtype"), ("storage", "register", "storage")]
+for _n in ("tile_sum", "tile_min", "tile_max", "tile_argmin", "tile_argmax"):
+    SIGNATURES[_n] = [("a", _REQUIRED, "value"), ("axis", None, "const")]
+for _n in ("tile_scan_inclusive", "tile_scan_exclusive", "tile_scan_max_inclusive", "tile_scan_min_inclusive"):
+    SIGNATURES[_n] = [("a", _REQUIRED, "value")]
+for _n in ("tile_atomic_and", "tile_atomic_or", "tile_atomic_xor"):
+    SIGNATURES[_n] = SIGNATURES["tile_atomic_add"]
+
+#: scalar builtins that apply element by element to tiles (``a + b``, ``-t``)
+ELEMENTWISE = {"add", "sub", "mul", "div", "neg", "bit_and", "bit_or", "bit_xor"}
+
+
+def is_tile_call(name: str) -> bool:
+    return name in SIGNATURES or name in ("tile_map", "tile_arange", "tile_extract", "block_dim")
+
+
+# ---- binding Warp's signatures ----------------------------------------------------------------
+
+
+def _bind(lw, name, node) -> dict:
+    params = SIGNATURES[name]
+    loc = lw.src.loc(node)
+    given = {}
+    if len(node.args) > len(params):
+        raise KernelTypeError(f"{name}() takes at most {len(params)} arguments, got {len(node.args)}", loc)
+    for (pname, _, _), a in zip(params, node.args):
+        given[pname] = a
+    for kw in node.keywords:
+        if kw.arg not in {p[0] for p in params} or kw.arg in given:
+            raise KernelTypeError(f"{name}() got an unexpected or repeated argument '{kw.arg}'", loc)
+        given[kw.arg] = kw.value
+    out = {}
+    for pname, default, kind in params:
+        if pname not in given:
+            if default is _REQUIRED:
+                raise KernelTypeError(f"{name}() is missing argument '{pname}'", loc)
+            out[pname] = default if kind != "offset" else None
+            continue
+        arg = given[pname]
+        if kind == "value":
+            out[pname] = lw.value(arg)
+        elif kind == "offset":
+            out[pname] = _int_list(lw, arg)
+        elif kind == "func":
+            out[pname] = lw.visit(arg)
+        else:
+            out[pname] = _convert(lw, kind, constant(lw, arg), arg, f"{name}(): '{pname}'")
+    return out
+
+
+def constant(lw, node):
+    """The compile-time value of ``node``: a literal, a closure or global value, ``wp.constant``,
+    ``wp.static(...)`` or a tuple of those; a local variable only if it holds a constant."""
+    local = any(isinstance(n, ast.Name) and n.id in lw.symbols for n in ast.walk(node))
+    if not local:
+        try:
+            value = lw.src.evaluate(node, {})
+        except Exception as e:  # noqa: BLE001 - reported as the user's mistake below
+            raise KernelTypeError(f"expected a compile-time constant ({type(e).__name__}: {e})",
+                                  lw.src.loc(node)) from None
+        return value.value if isinstance(value, T.Scalar) else value
+    if isinstance(node, ast.Tuple):
+        return tuple(constant(lw, e) for e in node.elts)
+    v = lw.visit(node)
+    if isinstance(v, ir.Value):
+        if not v.is_const:
+            raise KernelTypeError("expected a compile-time constant (a literal, wp.constant, a global or "
+                                  "wp.static(...)), got a value computed at run time", lw.src.loc(node))
+        return v.const
+    return v
+
+
+def _convert(lw, kind, value, node, what):
+    loc = lw.src.loc(node)
+    if kind == "shape":
+        if isinstance(value, (py.int, T.Scalar)) and not isinstance(value, py.bool):
+            value = (int(value),)
+        if not isinstance(value, (tuple, list)) or not all(isinstance(int_or(d), py.int) for d in value):
+            raise KernelTypeError(f"{what} must be an int or a tuple of ints, got {value!r}", loc)
+        return tuple(int(int_or(d)) for d in value)
+    if kind == "dtype":
+        try:
+            return T.value_type(value)
+        except TypeError:
+            raise KernelTypeError(f"{what} must be a type, got {value!r}", loc) from None
+    if kind == "storage":
+        if value not in ("register", "shared"):
+            raise KernelTypeError(f"{what} must be 'register' or 'shared', got {value!r}", loc)
+    return value
+
+
+def int_or(d):
+    return int(d.value) if isinstance(d, T.Scalar) else d
+
+
+def _int_list(lw, node) -> list:
+    """Offsets / indices: a tuple of integer values, or one integer."""
+    if isinstance(node, ast.Tuple):
+        values = [lw.value(e) for e in node.elts]
+    else:
+        v = lw.visit(node)
+        if isinstance(v, tuple):
+            values = [lw.materialize(e, node) for e in v]
+        elif isinstance(v, ir.Value) and isinstance(v.type, T.TupleType):
+            values = [lw.tuple_get(v, k, node) for k in range(len(v.type.types))]
+        elif isinstance(v, ir.Value) and T.is_vector(v.type) and T.is_int(T.scalar_of(v.type)):
+            values = [lw.call("extract", [v, lw.const(k, T.int32)], node) for k in range(v.type._wp_shape_[0])]
+        else:
+            values = [v if isinstance(v, ir.Value) else lw.materialize(v, node)]
+    return [_as_int32(lw, v, node) for v in values]
+
+
+def _as_int32(lw, v, node):
+    if v.weak and isinstance(v.const, py.int):
+        return lw.const(v.const, T.int32)
+    if not T.is_int(v.type):
+        raise KernelTypeError(f"offsets and indices must be integers, got {T.type_name(v.type)}", lw.src.loc(node))
+    return v
+
+
+# ---- the calls -----------------------------------------------------------------------------------
+
+
+def lower_tile_call(lw, name: str, node):
+    if name in ("block_dim", "tile", "untile"):
+        lw.fn.block_dependent = True
+    if name == "block_dim":
+        return lw.const(lw.block_dim, T.int32)
+    if name == "tile_map":
+        return _tile_map(lw, node)
+    if name == "tile_arange":
+        return _tile_arange(lw, node)
+    if name == "tile_extract":
+        if node.keywords:
+            raise KernelTypeError("tile_extract() takes no keyword arguments", lw.src.loc(node))
+        t, *idx = [lw.value(a) for a in node.args]
+        return lw.call("tile_extract", [t, *[_as_int32(lw, i, node) for i in idx]], node)
+    a = _bind(lw, name, node)
+    if name == "tile":
+        x = a["x"]
+        x = lw.const(x.const, x.type) if x.weak else x
+        split = bool(T.is_composite(x.type) and not a["preserve_type"])
+        return lw.call("tile", [x], node, (bool(a["preserve_type"]), lw.block_dim, split))
+    if name == "untile":
+        t = a["a"]
+        return lw.call("untile", [t], node, (lw.block_dim, T.is_tile(t.type) and len(t.type.shape) > 1))
+    if name in ("tile_zeros", "tile_ones", "tile_empty"):
+        return lw.call(name, [], node, (a["shape"], a["dtype"], a["storage"]))
+    if name == "tile_full":
+        value = a["value"]
+        dtype = a["dtype"] or (T.float32 if value.weak and T.is_float(value.type) else value.type)
+        if value.weak or (T.is_scalar(value.type) and value.type != dtype and T.is_scalar(dtype)):
+            value = lw.const(value.const, dtype) if value.is_const else lw.call("construct", [value], node, (dtype,))
+        return lw.call(name, [value], node, (a["shape"], dtype, a["storage"]))
+    if name == "tile_load":
+        arr = a["a"]
+        offsets = a["offset"] or [lw.const(0, T.int32)] * _ndim(arr)
+        offsets = _pad_offsets(lw, arr, offsets, len(a["shape"]), node)
+        return lw.call(name, [arr, *offsets], node, (a["shape"], a["storage"]))
+    if name in ("tile_store", "tile_atomic_add", "tile_atomic_and", "tile_atomic_or", "tile_atomic_xor"):
+        arr, t = a["a"], a["t"]
+        offsets = a["offset"] or [lw.const(0, T.int32)] * _ndim(arr)
+        n = len(t.type.shape) if T.is_tile(t.type) else _ndim(arr)
+        offsets = _pad_offsets(lw, arr, offsets, n, node)
+        return lw.call(name, [arr, t, *offsets], node, discard=name == "tile_store")
+    if name in ("tile_sum", "tile_min", "tile_max", "tile_argmin", "tile_argmax"):
+        return lw.call(name, [a["a"]], node, (_axis(lw, a["a"], a["axis"], node),))
+    if name == "tile_reduce":
+        t = a["a"]
+        op = element_op(lw, a["op"], [t.type.dtype if T.is_tile(t.type) else t.type] * 2, node)
+        return lw.call(name, [t], node, (op, _axis(lw, t, a["axis"], node)))
+    if name == "tile_squeeze":
+        return _squeeze(lw, a, node)
+    if name in ("tile_broadcast", "tile_reshape"):
+        return lw.call(name, [a["a" if name == "tile_broadcast" else "t"]], node, (a["shape"],))
+    if name == "tile_astype":
+        return lw.call(name, [a["t"]], node, (a["dtype"],))
+    if name == "tile_view":
+        return _view(lw, a["t"], a["offset"], a["shape"], node)
+    if name == "tile_sort":
+        return lw.call(name, [a["keys"], a["values"]], node, discard=True)
+    if name == "tile_matmul":
+        return _matmul(lw, a, node)
+    return lw.call(name, [a["a"]], node)  # transpose, scans
+
+
+def _ndim(arr) -> int:
+    return arr.type.ndim if T.is_array(arr.type) else 1
+
+
+def _pad_offsets(lw, arr, offsets, tile_ndim, node):
+    """A tile of fewer dimensions than its array: Warp gives offsets for every array dimension."""
+    if T.is_array(arr.type) and len(offsets) < arr.type.ndim:
+        raise KernelTypeError(f"a {arr.type.ndim}-d array needs {arr.type.ndim} offsets, got {len(offsets)}",
+                              lw.src.loc(node))
+    return offsets
+
+
+def _axis(lw, t, axis, node):
+    if axis is None:
+        return None
+    if not isinstance(axis, py.int) or isinstance(axis, py.bool):
+        raise KernelTypeError(f"axis must be a constant int, got {axis!r}", lw.src.loc(node))
+    return axis
+
+
+def _squeeze(lw, a, node):
+    t, axis = a["t"], a["axis"]
+    if not T.is_tile(t.type):
+        raise KernelTypeError(f"tile_squeeze() needs a tile, got {T.type_name(t.type)}", lw.src.loc(node))
+    shape = t.type.shape
+    if axis is None:
+        axes = [k for k, d in enumerate(shape) if d == 1]
+    else:
+        axes = list(axis) if isinstance(axis, (tuple, list)) else [axis]
+        for k, ax in enumerate(axes):
+            if not -len(shape) <= ax < len(shape):
+                raise KernelTypeError(f"tile_squeeze(): axis {ax} is out of range for a {len(shape)}-d tile",
+                                      lw.src.loc(node))
+            axes[k] = ax % len(shape)
+            if shape[axes[k]] != 1:
+                raise KernelTypeError(f"tile_squeeze(): axis {ax} has extent {shape[axes[k]]}, not 1",
+                                      lw.src.loc(node))
+    new = tuple(d for k, d in enumerate(shape) if k not in axes) or (1,)
+    return lw.call("tile_squeeze", [t], node, (new,))
+
+
+def _view(lw, t, offsets, shape, node):
+    if not T.is_tile(t.type):
+        raise KernelTypeError(f"tile_view() needs a tile, got {T.type_name(t.type)}", lw.src.loc(node))
+    full = t.type.shape
+    if len(offsets) > len(full):
+        raise KernelTypeError(f"tile_view(): {len(offsets)} offsets for a {len(full)}-d tile", lw.src.loc(node))
+    if shape is None:  # Warp: the offsets pick the leading dimensions, the rest are kept whole
+        shape = full[len(offsets):]
+        if not shape:
+            raise KernelTypeError("tile_view() of every dimension is one element: use t[i, j] / tile_extract",
+                                  lw.src.loc(node))
+    return lw.call("tile_view", [t, *offsets], node, (tuple(shape), full))
+
+
+def _matmul(lw, a, node):
+    out = a["out"]
+    args = [a["a"], a["b"]] + ([out] if out is not None else [])
+    result = lw.call("tile_matmul", args, node, (float(a["alpha"]), float(a["beta"])))
+    if out is None:
+        return result
+    # the accumulating form writes `out` in place: rebind the variable it names to the new value
+    target = node.args[2] if len(node.args) > 2 else next(k.value for k in node.keywords if k.arg == "out")
+    if not isinstance(target, ast.Name):
+        raise KernelTypeError("tile_matmul(a, b, out): out must be a local tile variable", lw.src.loc(node))
+    lw.bind(target.id, result, node)
+    return None
+
+
+def _tile_arange(lw, node):
+    loc = lw.src.loc(node)
+    kw = {k.arg: k.value for k in node.keywords}
+    if set(kw) - {"dtype", "storage"}:
+        raise KernelTypeError(f"tile_arange() got an unexpected argument '{sorted(set(kw) - {'dtype', 'storage'})[0]}'",
+                              loc)
+    values = [constant(lw, a) for a in node.args]
+    if not 1 <= len(values) <= 3 or not all(isinstance(int_or(v), (py.int, py.float)) for v in values):
+        raise KernelTypeError("tile_arange() takes (stop), (start, stop) or (start, stop, step) constants", loc)
+    values = [int_or(v) for v in values]
+    start, stop, step = (0, values[0], 1) if len(values) == 1 else (*values, 1)[:3]
+    dtype = _convert(lw, "dtype", constant(lw, kw["dtype"]), kw["dtype"], "dtype") if "dtype" in kw else T.float32
+    storage = _convert(lw, "storage", constant(lw, kw["storage"]), kw["storage"], "storage") if "storage" in kw \
+        else "register"
+    if step == 0:
+        raise KernelTypeError("tile_arange(): step must not be zero", loc)
+    if T.is_int(dtype) and any(float(v) != int(v) for v in (start, stop, step)):
+        raise KernelTypeError(f"tile_arange(): bounds {values} are not whole numbers for {T.type_name(dtype)}", loc)
+    n = -(-(stop - start) // step) if isinstance(step, py.int) and isinstance(start, py.int) and \
+        isinstance(stop, py.int) else int(-((start - stop) // step))
+    if n <= 0:
+        raise KernelTypeError(f"tile_arange({', '.join(map(str, values))}) is empty", loc)
+    kind = float if T.is_float(dtype) else int
+    return lw.call("tile_arange", [], node, ((n,), dtype, storage, kind(start), kind(step)))
+
+
+def element_op(lw, fn, arg_types, node) -> ElementOp:
+    """``fn`` (a builtin or a @wp.func) applied to one element of each argument."""
+    from .calls import PY_BUILTINS
+
+    loc = lw.src.loc(node)
+    if fn in PY_BUILTINS:
+        fn = REGISTRY[PY_BUILTINS[fn]]
+    if getattr(fn, "_tw_specialize", None) is not None:  # a @wp.func: the overload for these types
+        from .funcs import _fits
+
+        probes = [ir.Value(0, t) for t in arg_types]
+        candidates = [f for f in fn.overloads if _fits(f, probes, {}, "exact")]
+        if not candidates:
+            raise KernelTypeError(f"{fn.__name__}() takes no ({', '.join(map(T.type_name, arg_types))}) elements",
+                                  loc)
+        callee = candidates[0]._tw_specialize(tuple(arg_types), loc)
+        if callee not in lw.fn.callees:
+            lw.fn.callees.append(callee)
+        if callee.return_type is None:
+            raise KernelTypeError(f"{fn.__name__}() must return a value per element", loc)
+        return ElementOp(func=callee, result=callee.return_type)
+    if not hasattr(fn, "type_rule"):
+        raise KernelTypeError(f"cannot apply {getattr(fn, '__name__', fn)!r} to tile elements: pass a builtin "
+                              "(wp.sin, wp.add, ...) or a @wp.func", loc)
+    from ..builtins import BuiltinTypeError
+
+    try:
+        result = fn.type_rule(tuple(arg_types), ())
+    except BuiltinTypeError as e:
+        raise KernelTypeError(f"{fn.name}() on tile elements: {e}", loc) from None
+    return ElementOp(builtin=fn, result=result)
+
+
+def _tile_map(lw, node):
+    loc = lw.src.loc(node)
+    if node.keywords or len(node.args) < 2:
+        raise KernelTypeError("tile_map(op, a, b, ...) takes a function and 1 to 8 arguments", loc)
+    fn = lw.visit(node.args[0])
+    args = [lw.value(a) for a in node.args[1:]]
+    return map_values(lw, fn, args, node)
+
+
+def map_values(lw, fn, args, node):
+    tiles = [a for a in args if T.is_tile(a.type)]
+    if not tiles:
+        raise KernelTypeError("tile_map() needs at least one tile argument", lw.src.loc(node))
+    dtype = T.scalar_of(tiles[0].type.dtype) if not T.is_struct(tiles[0].type.dtype) else None
+    fixed = []
+    for a in args:  # literals take the tiles' scalar type
+        if a.weak and dtype is not None:
+            a = lw.const(a.const, dtype if T.is_float(dtype) or isinstance(a.const, py.int) else T.float32)
+        fixed.append(a)
+    op = element_op(lw, fn, [a.type.dtype if T.is_tile(a.type) else a.type for a in fixed], node)
+    return lw.call("tile_map", fixed, node, (op,))
+
+
+def tile_operator(lw, name, args, node):
+    """``a + b``, ``t * 2.0``, ``-t`` on tiles: the scalar builtin mapped over the elements."""
+    return map_values(lw, REGISTRY[name], args, node)
+
+
+# ---- indexing ------------------------------------------------------------------------------------
+
+
+def tile_subscript(lw, base, node):
+    """``t[i, j]`` (an element) or ``t[i]`` of a 2-d tile (a row, as a view)."""
+    index_nodes = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    if any(isinstance(i, ast.Slice) for i in index_nodes):
+        raise KernelSyntaxError("slicing tiles (t[a:b]) is not supported yet: use tile_view(t, offset, shape)",
+                                lw.src.loc(node))
+    indices = [_as_int32(lw, lw.value(i), node) for i in index_nodes]
+    shape = base.type.shape
+    if len(indices) < len(shape):
+        return lw.call("tile_view", [base, *indices], node, (shape[len(indices):], shape))
+    if len(indices) > len(shape):  # components of a vector or matrix element
+        element = lw.call("tile_extract", [base, *indices[:len(shape)]], node)
+        rest = lw.component_indices(element.type, indices[len(shape):], node)
+        from ..builtins.vector import component_builtin
+
+        return lw.call(component_builtin("extract", element.type, len(rest)), [element, *rest], node)
+    return lw.call("tile_extract", [base, *indices], node)
+
+
+class TileElement:
+    """``t[i, j]`` as an assignment target (frontend/places.py)."""
+
+    def __init__(self, lw, node, tile, indices):
+        self.lw, self.node, self.tile, self.indices = lw, node, tile, indices
+        self._value = None
+
+    def get(self):
+        if self._value is None:
+            self._value = self.lw.call("tile_extract", [self.tile, *self.indices], self.node)
+        return self._value
+
+    def set(self, value, stmt):
+        value = self.lw.coerce(value, self.tile.type.dtype, stmt, "tile element")
+        self.lw.call("_tile_element_set", [self.tile, *self.indices, value], stmt, ("set",), discard=True)
+
+    def update(self, op, value, stmt):
+        value = self.lw.coerce(value, self.tile.type.dtype, stmt, "tile element")
+        self.lw.call(f"_tile_element_{op}", [self.tile, *self.indices, value], stmt, (op,), discard=True)
+
+
+def tile_place(lw, node, base):
+    index_nodes = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    indices = [_as_int32(lw, lw.index(i), node) for i in index_nodes]
+    if len(indices) != len(base.type.shape):
+        raise KernelTypeError(f"assigning into a {len(base.type.shape)}-d tile needs {len(base.type.shape)} indices, "
+                              f"got {len(indices)}", lw.src.loc(node))
+    return TileElement(lw, node, base, indices)
+
+
+# ---- @wp.func with tiles: inlined ------------------------------------------------------------------
+
+
+def uses_tiles(func) -> bool:
+    """The function's body names a tile builtin (so it is inlined into its callers)."""
+    tree = func.source().tree
+    for n in ast.walk(tree):
+        name = n.attr if isinstance(n, ast.Attribute) else n.id if isinstance(n, ast.Name) else None
+        if name and (name.startswith("tile") or name == "untile"):
+            return True
+    return False
+
+
+def inline_call(lw, func, node):
+    """Lower ``func``'s body into the caller with its parameters bound to the argument values.
+
+    A tile parameter the body rebinds (``t += u``) is passed back to a caller variable named as the
+    argument, since Warp passes tiles by reference."""
+    from .funcs import bind_call
+    from .lower import Lowerer
+
+    loc = lw.src.loc(node)
+    func, args = bind_call(lw, func, node)
+    if func.custom_grad is not None or func.custom_replay is not None:
+        raise KernelTypeError(f"{func.__name__}() works on tiles and has a custom gradient: not supported yet", loc)
+    depth = getattr(lw, "inline_depth", 0)
+    if depth > 16:
+        raise KernelTypeError(f"{func.__name__}(): tile functions nest more than 16 deep (recursion?)", loc)
+    sub = Lowerer(func.source(), {}, is_kernel=False, symbol=lw.fn.symbol, block_dim=lw.block_dim)
+    sub.fn, sub.stmts, sub._next_id, sub.inline_depth = lw.fn, lw.stmts, lw._next_id, depth + 1
+    names = [p[0] for p in func.parameters()]
+    for name, value in zip(names, args):
+        sub.symbols[name] = value
+    sub.inline_result = _NO_RESULT
+    body = func.source().tree.body
+    for k, stmt in enumerate(body):
+        if isinstance(stmt, ast.Return) and k != len(body) - 1:
+            raise KernelSyntaxError("a tile function may only return at its end", func.source().loc(stmt))
+        sub.visit(stmt)
+    lw._next_id = sub._next_id
+    lw.stmts = sub.stmts
+    for name, value, arg_node in zip(names, args, node.args):
+        if T.is_tile(value.type) and sub.symbols.get(name) is not value and isinstance(arg_node, ast.Name) \
+                and arg_node.id in lw.symbols:
+            lw.bind(arg_node.id, sub.symbols[name], node)
+    result = sub.inline_result
+    return None if result is _NO_RESULT else result
+
+
+_NO_RESULT = object()

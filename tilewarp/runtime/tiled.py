@@ -1,0 +1,94 @@
+"""Launching kernels that use tiles: the block shape a launch compiles for, and ``wp.launch_tiled``.
+
+A tile kernel is compiled per block size and per which ``wp.tid()`` components are the same in
+every lane of a block (``emit.block.BlockShape``): component k of a launch is uniform when the
+launch dimensions after k (folded ones included) hold a whole number of blocks, e.g. the block
+index of ``wp.launch_tiled`` (its last dimension is the lanes) or the row of a
+``wp.launch(k, (4096, 4096), block_dim=256)``.
+"""
+from __future__ import annotations
+
+from .. import config
+from ..errors import LaunchError
+
+
+def uses_tiles(kernel) -> bool:
+    """Whether ``kernel`` (a concrete specialisation) is emitted per block (cached on it)."""
+    flag = kernel.__dict__.get("_tw_tiles")
+    if flag is None:
+        from ..block.lanes import uses_tiles as ir_uses_tiles
+
+        flag = kernel._tw_tiles = ir_uses_tiles(kernel.ir)
+    return flag
+
+
+def effective_block_dim(block_dim, device) -> int:
+    if block_dim is None or block_dim <= 0:
+        block_dim = 256
+    if device.kind == "cpu" and not config.enable_cpu_blocks:
+        return 1  # Warp's CPU default: one lane per block
+    if not isinstance(block_dim, int) or block_dim > 1024:
+        raise LaunchError(f"block_dim must be an int from 1 to 1024, got {block_dim!r}")
+    return block_dim
+
+
+def block_shape(kernel, dim, block_dim: int):
+    """The ``BlockShape`` a launch of ``kernel`` over ``dim`` in blocks of ``block_dim`` compiles for."""
+    from ..emit.block import BlockShape
+    from .launch import launch_bounds
+
+    memo = kernel.__dict__.setdefault("_tw_block_shapes", {})
+    try:
+        shape = memo.get((dim, block_dim))
+    except TypeError:  # a list as dim
+        shape, dim = None, tuple(dim)
+    if shape is None:
+        b = launch_bounds(dim, 0)
+        dims = list(b.shape[:b.ndim])
+        uniform = set()
+        for k, n in _tid_calls(kernel.ir_for(block_dim)):
+            tail = 1
+            for d in dims[k + 1:]:
+                tail *= d
+            if tail % block_dim == 0:
+                uniform.add((k, n))
+        shape = BlockShape(block_dim, frozenset(uniform))
+        if len(memo) < 64:
+            memo[(dim, block_dim)] = shape
+    return shape
+
+
+def _tid_calls(fn) -> set:
+    from ..ir import nodes as ir
+
+    return {tuple(s.op.template) for s in ir.walk(fn.body)
+            if isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and s.op.builtin.name == "tid"}
+
+
+def launch_tiled(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), device=None, stream=None,
+                 adjoint=False, record_tape=True, record_cmd=False, max_blocks=0, block_dim=256):
+    """Launch ``dim`` blocks of ``block_dim`` lanes: ``wp.tid()`` gives the block's index (and, as a
+    last component, the lane), as in Warp, which runs ``launch`` over ``[*dim, block_dim]``."""
+    from .launch import launch
+
+    if isinstance(dim, int):
+        dim = [dim]
+    dims = list(dim)
+    if not 1 <= len(dims) <= 3:
+        raise LaunchError(f"launch_tiled: dim must have 1 to 3 dimensions, got {dim!r}")
+    from .device import get_device
+
+    bd = effective_block_dim(block_dim, get_device(device) if device is not None else _device_of(inputs, outputs))
+    return launch(kernel, dim=tuple(dims) + (bd,), inputs=inputs, outputs=outputs, adj_inputs=adj_inputs,
+                  adj_outputs=adj_outputs, device=device, stream=stream, adjoint=adjoint, record_tape=record_tape,
+                  record_cmd=record_cmd, max_blocks=max_blocks, block_dim=bd)
+
+
+def _device_of(inputs, outputs):
+    from .array import array
+    from .device import get_device
+
+    for v in [*inputs, *outputs]:
+        if isinstance(v, array) and v.device is not None:
+            return v.device
+    return get_device(None)
