@@ -236,7 +236,8 @@ def _adj_map(a, adj, adj_ret, template):
     grads = [f"g{k}" for k in range(len(args))]
     decls = " ".join(f"auto g{k} = tw::adj_zero_like(tw::elem({x}, r, e));" for k, x in enumerate(args))
     body = op.adjoint(_elems(args), grads, f"tw::elem({adj_ret}, r, e)")
-    scatter = " ".join(f"tw::adj_elem({g}, r, e, g{k});" for k, g in enumerate(adj[1:]) if g is not None)
+    scatter = " ".join(f"tw::adj_elem({g}, r, e, g{k});" for k, g in enumerate(adj[1:])
+                       if g is not None and g != "tw::adj_discard")
     return (f"tw::tile_for<tw::tile_size<decltype({dst})>(), tw_block_dim>({_block(a)} {{ {decls} {body}; "
             f"{scatter} }})")
 

@@ -30,6 +30,8 @@ REWIND_CAP, REWIND_LEVELS = 16, 3
 
 def carries_gradient(t) -> bool:
     """Values of type ``t`` have adjoints that are accumulated (arrays' adjoints are not)."""
+    if T.is_tile(t):
+        return T.is_struct(t.dtype) or T.is_float(T.scalar_of(t.dtype))
     if isinstance(t, T.TupleType):
         return any(carries_gradient(e) for e in t.types)
     if T.is_struct(t):
@@ -62,6 +64,10 @@ class AdjointPrinter:
 
     def line(self, text: str):
         self.lines.append("    " * self.depth + text)
+
+    def lv(self, k: int, what: str) -> str:
+        """The name of loop k's counter (``n``) or checkpoints (``rewind``)."""
+        return f"L{k}_{what}"
 
     # ---- the function ----------------------------------------------------------------------------
 
@@ -183,21 +189,21 @@ class AdjointPrinter:
 
     def save_entry(self, s, k):
         if s.carried:
-            self.line(f"L{k}_rewind.start({self.state(s, k)});")
-        self.line(f"L{k}_n = 0;")
+            self.line(f"{self.lv(k, 'rewind')}.start({self.state(s, k)});")
+        self.line(f"{self.lv(k, 'n')} = 0;")
 
     def iteration(self, s, k, reset, ends):
         if s.carried:
-            self.line(f"    L{k}_rewind.record({self.state(s, k)}, L{k}_n);")
+            self.line(f"    {self.lv(k, 'rewind')}.record({self.state(s, k)}, {self.lv(k, 'n')});")
         if reset:
             self.line(f"    {reset}")
         self.nested(self.replay, s.body)
-        self.line(f"    ++L{k}_n;")
+        self.line(f"    ++{self.lv(k, 'n')};")
         if ends:
             self.line(f"    if ({' || '.join(names.value(f) for f in ends)}) break;")
         self.line("}")
         if s.carried:
-            self.line(f"L{k}_rewind.finish(L{k}_n);")
+            self.line(f"{self.lv(k, 'rewind')}.finish({self.lv(k, 'n')});")
 
     # ---- reverse ----------------------------------------------------------------------------------
 
@@ -303,14 +309,14 @@ class AdjointPrinter:
             sets = " ".join(f"{names.value(c)} = st.m{i};" for i, c in enumerate(s.carried))
             self.line(f"auto L{k}_get = [&]() {{ return L{k}_state{{{state}}}; }};")
             self.line(f"auto L{k}_set = [&](const L{k}_state& st) {{ {sets} }};")
-        self.line(f"for (int64_t L{k}_j = L{k}_n - 1; L{k}_j >= 0; --L{k}_j) {{")
+        self.line(f"for (int64_t L{k}_j = {self.lv(k, 'n')} - 1; L{k}_j >= 0; --L{k}_j) {{")
         if s.carried:
-            self.line(f"    L{k}_rewind.restore(L{k}_j, L{k}_get, L{k}_set, L{k}_step);")
+            self.line(f"    {self.lv(k, 'rewind')}.restore(L{k}_j, L{k}_get, L{k}_set, L{k}_step);")
         self.line(f"    L{k}_step(L{k}_j);")
         self.nested(self.reverse, s.body)
         self.line("}")
         if s.carried:  # the carried values as they entered the loop, for what precedes it
-            self.line(f"L{k}_set(L{k}_rewind.entry);")
+            self.line(f"L{k}_set({self.lv(k, 'rewind')}.entry);")
         self.depth -= 1
         self.line("}")
 
@@ -319,14 +325,23 @@ def _holds_array(t) -> bool:
     return T.is_struct(t) and any(T.is_array(ft) or _holds_array(ft) for ft in t._tw_fields_.values())
 
 
-def emit_backward_module(kernel: ir.Function, backward: ir.Function) -> str:
+def emit_backward_module(kernel: ir.Function, backward: ir.Function, block=None) -> str:
     """The backward translation unit: forward functions (for the replay), their adjoints, and the
-    backward kernel over ``backward``'s parameters (the kernel's, then one adjoint per parameter)."""
+    backward kernel over ``backward``'s parameters (the kernel's, then one adjoint per parameter);
+    per block (``emit/block_adjoint.py``) for a kernel that uses tiles."""
     from .. import structs
     from ..autodiff.prepare import prepare
+    from ..block.lanes import uses_tiles
+    from .block import BlockShape
     from .custom import backward_plan, definitions
 
+    if not uses_tiles(kernel):
+        block = None
+    elif block is None:
+        block = BlockShape(256)
     out = ['#include "tilewarp.h"', "", "namespace {", ""]
+    if block is not None:
+        out += [f"constexpr int tw_block_dim = {block.block_dim};", ""]
     plan = backward_plan(kernel)  # callees' forward (or replay) functions and adjoints
     callees = plan.functions
     out += structs.definitions([*callees, kernel])
@@ -338,10 +353,16 @@ def emit_backward_module(kernel: ir.Function, backward: ir.Function) -> str:
     out += [f"    {cpp_type(p.type)} {names.field(n)};" for p, n in zip(backward.params, backward.param_names)]
     out += ["};", ""]
     body = names.body(backward.symbol)
-    out += AdjointPrinter(prepare(kernel)).kernel(args, body, kernel.param_names)
-    out += ["}  // namespace", "",
-            f"TW_KERNEL_ENTRY({names.kernel_entry(backward.symbol)}, {args}, {body})", ""]
-    return "\n".join(out)
+    entry = f"{names.kernel_entry(backward.symbol)}, {args}, {body}"
+    if block is None:
+        out += AdjointPrinter(prepare(kernel)).kernel(args, body, kernel.param_names)
+        return "\n".join(out + ["}  // namespace", "", f"TW_KERNEL_ENTRY({entry})", ""])
+    from .block_adjoint import BlockAdjointPrinter
+
+    printer = BlockAdjointPrinter(prepare(kernel), block)
+    out += printer.kernel(args, body, kernel.param_names)
+    return "\n".join(out + ["}  // namespace", "", f"TW_BLOCK_KERNEL_ENTRY({entry}, {block.block_dim})", "",
+                            f"// tilewarp: shared memory {printer.bytes} bytes", ""])
 
 
 def struct_accumulators(functions) -> list:

@@ -1,0 +1,161 @@
+"""The backward kernel of a kernel that uses tiles: the replay and the reverse pass, per block.
+
+Same structure as the forward (``emit/block.py``): statements each lane runs itself are grouped
+into lane sections, in the replay and in the (reversed) adjoint statements alike, and a per-lane
+value's adjoint is per lane too. Tile adjoints are tiles of the same storage; the shared ones get
+their own bytes, zeroed when the block starts.
+
+Adjoints of values the same in every lane are spread over the lanes: on CUDA each thread
+accumulates its own share (the elements it owns), on the CPU the block's code accumulates all of
+them, and the array gradients they finally reach sum the shares. Every adjoint is linear in the
+adjoints it reads, so the total is exact.
+"""
+from __future__ import annotations
+
+from .. import types as T
+from ..block.lanes import analyse
+from ..block.storage import ALIGN, choose, tile_bytes
+from ..builtins.tile import INTO
+from ..errors import AutodiffError
+from ..ir import nodes as ir
+from . import names
+from .adjoint import REWIND_CAP, REWIND_LEVELS, AdjointPrinter, carries_gradient
+from .block import LaneGrouping, declare, prologue
+from .cpp import ref
+
+
+class BlockAdjointPrinter(LaneGrouping, AdjointPrinter):
+    def __init__(self, prep, shape):
+        AdjointPrinter.__init__(self, prep)
+        self.shape, self.in_lanes = shape, False
+        fn = prep.fn
+        whole = ir.Function(name=fn.name, symbol=fn.symbol, params=fn.params, param_names=fn.param_names,
+                            body=prep.body, is_kernel=True, values=prep.values, loc=fn.loc)
+        self.lanes = analyse(whole, shape.uniform_tids)
+        self._layout(choose(whole))
+        self.lane_loops: set = set()
+
+    def _layout(self, shared):
+        """Shared primal tiles, then shared adjoints, each with its own bytes (the reverse pass reads
+        primals long after the replay wrote them)."""
+        from ..block.storage import Storage
+
+        self.storage, self.adj_storage, offset = Storage(shared=shared), Storage(shared=shared), 0
+        for v in self.prep.values:
+            if T.is_tile(v.type) and id(v) in shared:
+                self.storage.offsets[id(v)] = offset
+                offset += -(-tile_bytes(v.type) // ALIGN) * ALIGN
+        for v in self.prep.values:
+            if T.is_tile(v.type) and id(v) in shared and carries_gradient(v.type):
+                self.adj_storage.offsets[id(v)] = offset
+                offset += -(-tile_bytes(v.type) // ALIGN) * ALIGN
+        self.bytes = offset
+
+    def lv(self, k: int, what: str) -> str:
+        name = f"L{k}_{what}"
+        return f"TW_L({name})" if self.in_lanes and k in self.lane_loops else name
+
+    # ---- declarations and the kernel ------------------------------------------------------------
+
+    def declarations(self, params=()):
+        bd = self.shape.block_dim
+        for v in self.prep.values:
+            self.line(declare(v, names.raw(v), self.lanes, self.storage, bd))
+        for v in self.prep.values:
+            if T.is_tile(v.type) and not carries_gradient(v.type):
+                continue
+            self.line(declare(v, "adj_" + names.raw(v), self.lanes, self.adj_storage, bd))
+        for s in ir.walk(self.prep.body):
+            if isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and s.op.builtin.storage is not None:
+                raise AutodiffError("wp.zeros() local arrays have no gradient yet: the backward pass cannot "
+                                    "replay their stores (launch with enable_backward=False)", s.loc)
+            if isinstance(s, (ir.For, ir.While)):
+                self._declare_loop(s)
+        for v in self.prep.values:  # shared adjoints start at zero (register ones are zero-initialised)
+            if T.is_tile(v.type) and id(v) in self.adj_storage.offsets:
+                self.line(f"tw::tile_zero(adj_{names.raw(v)});")
+
+    def _declare_loop(self, s):
+        k = self.loop_ids.setdefault(id(s), len(self.loop_ids))
+        lane = id(s) in self.lanes.lane
+        for c in s.carried:
+            if T.is_tile(c.type) or (not lane and id(c) in self.lanes.varying):
+                raise AutodiffError("the backward pass of a loop that carries a tile (or a per-lane value around "
+                                    "tile operations) is not supported yet: accumulate in an array, or launch "
+                                    "with enable_backward=False", s.loc)
+        if lane:
+            self.lane_loops.add(k)
+        wrap = (lambda t, n: f"TW_VARYING({t}, {n});") if lane else (lambda t, n: f"{t} {n}{{}};")
+        self.line(wrap("int64_t", f"L{k}_n"))
+        if s.carried:
+            members = " ".join(f"{c.type._cpp_} m{i};" for i, c in enumerate(s.carried))
+            self.line(f"struct L{k}_state {{ {members} }};")
+            self.line(wrap(f"tw::rewind_t<L{k}_state, {REWIND_CAP}, {REWIND_LEVELS}>", f"L{k}_rewind"))
+
+    def kernel(self, args_struct: str, body_name: str, param_names) -> list:
+        f = self.prep.fn
+        self.lines.append(f"// backward of kernel {f.name}")
+        self.lines.append(f"TW_FORCEINLINE TW_FUNC void {body_name}(const {args_struct}& args, int64_t block) {{")
+        for text in prologue(self.bytes):
+            self.line(text)
+        for p, name in zip(f.params, param_names):
+            self.line(f"{p.type._cpp_} {names.value(p)} = args.{names.field(name)};")
+            init = f"args.{names.field('adj_' + name)}" if T.is_array(p.type) or T.is_struct(p.type) else "{}"
+            self.line(f"{p.type._cpp_} {names.adjoint(p)} = {init};")
+        self.declarations()
+        self.body()
+        self.lines += ["}", ""]
+        return self.lines
+
+    # ---- replay and reverse, grouped into lane sections ------------------------------------------
+
+    def replay(self, stmts):
+        self.grouped(stmts, lambda s: getattr(self, "replay_" + type(s).__name__)(s))
+
+    def reverse(self, stmts):
+        self.grouped(stmts, lambda s: getattr(self, "reverse_" + type(s).__name__)(s), reverse=True)
+
+    def replay_Assign(self, s: ir.Assign):
+        op, dst = s.op, s.dst
+        if dst is not None and T.is_tile(dst.type):
+            if isinstance(op, ir.Copy):
+                self.line(f"tw::tile_assign({names.value(dst)}, {ref(op.src)});")
+            elif not op.builtin.side_effect:
+                self.line(op.builtin.emit([names.value(dst), *map(ref, op.args)], op.template) + ";")
+            return
+        if isinstance(op, ir.Call) and op.builtin.name == "untile":
+            self.line(op.builtin.emit([names.value(dst), *map(ref, op.args)], op.template) + ";")
+            return
+        super().replay_Assign(s)
+
+    def reverse_Assign(self, s: ir.Assign):
+        op, dst = s.op, s.dst
+        into = isinstance(op, ir.Call) and op.builtin.name in INTO
+        if not into and not (dst is not None and T.is_tile(dst.type) and isinstance(op, ir.Copy)):
+            super().reverse_Assign(s)
+            return
+        if not carries_gradient(dst.type):
+            return
+        if isinstance(op, ir.Copy):
+            if not op.src.is_const:
+                self.line(f"tw::adj_accum({names.adjoint(op.src)}, {names.adjoint(dst)});")
+            self.clear(dst)
+            return
+        b = op.builtin
+        if not b.differentiable:
+            if b.undefined_gradient:
+                self.check_no_gradient(s)
+            self.clear(dst)
+            return
+        grads = [names.adjoint(a) if not a.is_const and (carries_gradient(a.type) or T.is_array(a.type))
+                 else "tw::adj_discard" for a in op.args]
+        self.line(b.adjoint_emit([names.value(dst), *map(ref, op.args)], [names.adjoint(dst), *grads],
+                                 names.adjoint(dst), op.template) + ";")
+        self.clear(dst)
+
+    def clear(self, v):
+        if v is not None and T.is_tile(v.type):
+            if carries_gradient(v.type):
+                self.line(f"tw::adj_tile_clear({names.adjoint(v)});")
+            return
+        super().clear(v)
