@@ -14,7 +14,7 @@ from .module_options import get_module_options, set_module_options  # noqa: E402
 from .runtime.indexedarray import (  # noqa: E402,F401
     indexedarray, indexedarray1d, indexedarray2d, indexedarray3d, indexedarray4d)
 from .generics import overload  # noqa: E402,F401
-from .kernel import Function, Kernel, func, kernel, static  # noqa: E402,F401
+from .kernel import Function, Kernel, func, func_native, kernel, static  # noqa: E402,F401
 from .types import Float, Int, Scalar  # noqa: E402,F401  (generic annotations)
 from .runtime.array import (  # noqa: E402,F401
     array, array1d, array2d, array3d, array4d, clone, copy, empty, empty_like, from_numpy, full, full_like,

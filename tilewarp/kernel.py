@@ -310,8 +310,10 @@ class Kernel:
         raise TypeError(f"kernel {self.key} must be started with wp.launch(), not called")
 
 
-def kernel(f=None, *, enable_backward=None, module=None, module_options=None):
-    """Decorate a Python function as a kernel (``@wp.kernel`` or ``@wp.kernel(enable_backward=False)``)."""
+def kernel(f=None, *, enable_backward=None, module=None, module_options=None, launch_bounds=None, grid_stride=None):
+    """Decorate a Python function as a kernel (``@wp.kernel`` or ``@wp.kernel(enable_backward=False)``).
+    ``launch_bounds`` and ``grid_stride`` (Warp's CUDA tuning hints) are accepted; tilewarp's CUDA
+    entries always stride over the grid, and tile kernels declare their block size as launch bounds."""
     if f is None:
         return lambda fn: Kernel(fn, enable_backward=enable_backward, module=module, module_options=module_options)
     return Kernel(f, enable_backward=enable_backward, module=module, module_options=module_options)
@@ -332,6 +334,22 @@ def _overloaded(new: Function, scope) -> Function:
             new.fn.__qualname__, new.fn.__module__):
         new._join(previous)
     return new
+
+
+class NativeFunction:
+    """``@wp.func_native(snippet)``: a function written in C++/CUDA source. Accepted so scripts load;
+    calling one in a kernel is a located error (tilewarp compiles only Python kernel code)."""
+
+    def __init__(self, fn, snippet):
+        functools.update_wrapper(self, fn)
+        self.snippet = snippet
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"wp.func_native function {self.__name__}() runs only inside kernels")
+
+
+def func_native(snippet, adj_snippet=None, replay_snippet=None):
+    return lambda fn: NativeFunction(fn, snippet)
 
 
 def static(expr):

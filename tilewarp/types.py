@@ -451,7 +451,7 @@ def value_type(t):
     """Normalise an annotation (``float``, ``wp.vec3``, ``wp.array(...)``) to a kernel type."""
     if t in python_scalar_aliases:
         return python_scalar_aliases[t]
-    if is_scalar(t) or is_composite(t) or is_struct(t) or isinstance(t, (ArrayType, TupleType)):
+    if is_scalar(t) or is_composite(t) or is_struct(t) or isinstance(t, (ArrayType, TupleType, TileType)):
         return t
     as_annotation = getattr(t, "__tw_annotation__", None)
     if as_annotation is not None:

@@ -520,10 +520,19 @@ def _no_adjoint(a, adj, adj_ret, template):
     return "(void)0"
 
 
+class _TileEntry(Builtin):
+    """``wp.tile``: the builtin ``tile(x)``, and ``wp.tile[dtype, *shape]`` as a type annotation."""
+
+    def __getitem__(self, key):
+        dtype, *shape = key if isinstance(key, tuple) else (key,)
+        return T.TileType(T.value_type(dtype), tuple(int(getattr(d, "value", d)) for d in shape))
+
+
 def _entries():
     E = []
     add = E.append
-    add(Builtin("tile", _tile_from_value, "tw::tile_from", emit=_tile_cpp, adjoint_emit=_adj_tile, unify_literals=False))
+    add(_TileEntry("tile", _tile_from_value, "tw::tile_from", emit=_tile_cpp, adjoint_emit=_adj_tile,
+                   unify_literals=False))
     add(Builtin("untile", _untile, "tw::untile", emit=_untile_cpp, adjoint_emit=_adj_untile))
     for name in ("tile_zeros", "tile_ones", "tile_empty"):
         add(Builtin(name, _construct, "tw::tile_full", differentiable=False,

@@ -57,6 +57,9 @@ def lower_call(lw, node: ast.Call):
         from .local_arrays import local_zeros
 
         return local_zeros(lw, node)
+    if type(func).__name__ == "NativeFunction":
+        raise KernelTypeError(f"{func.__name__}() is a wp.func_native (C++ source) function: tilewarp compiles "
+                              "Python kernel code only", loc)
     raise KernelTypeError(f"cannot call {getattr(func, '__name__', type(func).__name__)!s} in kernel code: "
                           "only builtins, types and @wp.func functions", loc)
 
