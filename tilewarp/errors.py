@@ -23,7 +23,7 @@ class KernelSyntaxError(KernelError):
     """Python syntax the kernel language does not support."""
 
 
-class KernelTypeError(KernelError):
+class KernelTypeError(KernelError, TypeError):
     """A type mismatch, an unknown name or a wrong builtin call inside kernel code."""
 
 

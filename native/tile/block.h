@@ -10,8 +10,9 @@
 #include "../core/target.h"
 
 #if TW_IS_CUDA
-#define TW_VARYING(T, NAME) T NAME{}
+#define TW_VARYING(NAME, ...) __VA_ARGS__ NAME{}
 #define TW_L(NAME) NAME
+#define TW_LANE0(NAME) NAME  // a per-lane operand of a tile op: this thread's
 #define TW_LANES_BEGIN                                       \
     {                                                        \
         const int64_t task = tw_base + (int64_t)threadIdx.x; \
@@ -27,8 +28,9 @@
             BODY(args, block);                                                                \
     }
 #else
-#define TW_VARYING(T, NAME) T NAME[tw_block_dim]{}
+#define TW_VARYING(NAME, ...) __VA_ARGS__ NAME[tw_block_dim]{}
 #define TW_L(NAME) NAME[tw_lane]
+#define TW_LANE0(NAME) NAME[0]  // a per-lane operand of a tile op: lane 0's
 #define TW_LANES_BEGIN                                                                    \
     {                                                                                     \
         const int tw_lanes = args.bounds.size - tw_base < (int64_t)tw_block_dim           \

@@ -1,4 +1,4 @@
-// Element access, shape changes (broadcast, transpose, views) and the portable matmul.
+// Element access, broadcasts and the portable matmul (views are tile_alias, in tile.h).
 //
 // Ops here read their input at elements other than the ones a lane owns, so on CUDA the input is
 // a shared tile (tilewarp/block/storage.py makes it one); on the CPU every tile is whole.
@@ -62,44 +62,6 @@ template <typename X, typename D> TW_FUNC void adj_tile_broadcast(X& adj_t, cons
     tile_for<D::size, D::block_dim>([&](int r, int e) {
         const int s = broadcast_source<D, X>(e);
         detail::atomic_accum(&adj_t.at(s, s), adj_out.at(r, e));
-    });
-}
-
-template <typename D, typename X> TW_FUNC void tile_transpose(D& out, const X& t) {
-    constexpr int R = X::shape::extent(0), C = X::shape::extent(1);
-    block_sync();
-    tile_fill_with(out, [&](int, int e) {  // out is (C, R): element (j, i) = t(i, j)
-        const int s = (e % R) * C + e / R;
-        return t.at(s, s);
-    });
-}
-template <typename X, typename D> TW_FUNC void adj_tile_transpose(X& adj_t, const D& adj_out) {
-    constexpr int R = X::shape::extent(0), C = X::shape::extent(1);
-    tile_for<X::size, X::block_dim>([&](int r, int e) {  // adj_t(i, j) += adj_out(j, i)
-        const int s = (e % C) * R + e / C;
-        adj_t.at(r, e) = add(adj_t.at(r, e), adj_out.at(s, s));
-    });
-}
-
-// the box of t starting at `origin` (row-major position of its first element) with out's shape
-template <typename D, typename X> TW_FUNC int view_source(int origin, int e) {
-    typedef typename D::shape SD;
-    typedef typename X::shape SX;
-    int src = origin;
-    for (int d = 0; d < SD::ndim; ++d) src += ((e / SD::stride(d)) % SD::extent(d)) * SX::stride(d + SX::ndim - SD::ndim);
-    return src;
-}
-template <typename D, typename X> TW_FUNC void tile_view(D& out, const X& t, int origin) {
-    block_sync();
-    tile_fill_with(out, [&](int, int e) {
-        const int s = view_source<D, X>(origin, e);
-        return t.at(s, s);
-    });
-}
-template <typename X, typename D> TW_FUNC void adj_tile_view(X& adj_t, int origin, const D& adj_out) {
-    tile_for<D::size, D::block_dim>([&](int r, int e) {
-        const int s = view_source<D, X>(origin, e);
-        adj_t.at(s, s) = add(adj_t.at(s, s), adj_out.at(r, e));
     });
 }
 

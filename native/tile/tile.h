@@ -46,14 +46,34 @@ template <typename T, typename S, int BD> struct rtile {
     TW_FUNC const T& at(int r, int) const { return data[r]; }
 };
 
-template <typename T, typename S, int BD> struct stile {
+// Where element e of a shared tile sits: row-major (`contiguous_t`), or at the element strides of a
+// view (`strides_t`: a row, a slice, a transpose of another shared tile, sharing its memory).
+struct contiguous_t {};
+template <int T0 = 0, int T1 = 0, int T2 = 0, int T3 = 0> struct strides_t {
+    TW_FUNC static constexpr int stride(int k) { return k == 0 ? T0 : k == 1 ? T1 : k == 2 ? T2 : T3; }
+};
+template <typename S, typename L> struct layout {
+    TW_FUNC static int offset(int e) {
+        int o = 0;
+        for (int k = 0; k < S::ndim; ++k) o += ((e / S::stride(k)) % S::extent(k)) * L::stride(k);
+        return o;
+    }
+    TW_FUNC static constexpr int stride(int k) { return L::stride(k); }
+};
+template <typename S> struct layout<S, contiguous_t> {
+    TW_FUNC static int offset(int e) { return e; }
+    TW_FUNC static constexpr int stride(int k) { return S::stride(k); }
+};
+
+template <typename T, typename S, int BD, typename L = contiguous_t> struct stile {
     typedef T value_type;
     typedef S shape;
+    typedef layout<S, L> place;
     static constexpr int size = S::size, block_dim = BD;
     static constexpr bool shared = true;
     T* data;
-    TW_FUNC T& at(int, int e) { return data[e]; }
-    TW_FUNC const T& at(int, int e) const { return data[e]; }
+    TW_FUNC T& at(int, int e) { return data[place::offset(e)]; }
+    TW_FUNC const T& at(int, int e) const { return data[place::offset(e)]; }
 };
 
 namespace detail {
@@ -63,7 +83,9 @@ template <typename X> struct remove_cvref<const X> { typedef X type; };
 template <typename X> struct remove_cvref<const X&> { typedef X type; };
 template <typename X> struct is_tile { static constexpr bool value = false; };
 template <typename T, typename S, int BD> struct is_tile<rtile<T, S, BD>> { static constexpr bool value = true; };
-template <typename T, typename S, int BD> struct is_tile<stile<T, S, BD>> { static constexpr bool value = true; };
+template <typename T, typename S, int BD, typename L> struct is_tile<stile<T, S, BD, L>> {
+    static constexpr bool value = true;
+};
 }  // namespace detail
 
 template <typename X> using decay_t = typename detail::remove_cvref<X>::type;
@@ -149,13 +171,55 @@ template <typename V, typename X> TW_FUNC void untile_split(V (&out)[X::block_di
             detail::flat(out[l])[c] = t.at(c * BD + l, c * BD + l);
 }
 
-// ---- copies between tiles of one size (assignment, reshape, squeeze) -------------------------
-template <typename D, typename X> TW_FUNC void tile_assign(D& out, const X& src) {
-    if (D::shared && X::shared && (const void*)&out == (const void*)&src) return;
+// ---- copies between tiles of one size (carried values, reshape, squeeze, astype) -------------
+template <typename D, typename X> TW_FUNC void tile_copy(D& out, const X& src) {
     tile_fill_with(out, [&](int r, int e) { return cast<typename D::value_type>(src.at(r, e)); });
 }
 
+// ---- views: a shared tile over part of another's memory (no copy; writes go through) ---------
+// position of the element at index (i0, i1, ...) of shared tile t (negative indices count from the end)
+template <typename X, typename... I> TW_FUNC int tile_position(const X& t, I... i) {
+    typedef typename X::shape S;
+    const int64_t v[sizeof...(I) > 0 ? sizeof...(I) : 1] = {(int64_t)i...};
+    int o = 0;
+    for (int d = 0; d < (int)sizeof...(I); ++d) {
+        int64_t k = v[d];
+        if (k < 0) k += S::extent(d);
+        o += (int)k * X::place::stride(d);
+    }
+    return o;
+}
+template <typename V, typename X> TW_FUNC void tile_alias(V& view, const X& parent, int origin) {
+    view.data = parent.data + origin;
+}
+
 // ---- adjoints of construction and copies -------------------------------------------------------
+// tile_assign(dst, src, offset): src written into dst (a shared tile) from index `offset` on
+template <typename D, typename X, typename... I> TW_FUNC void tile_assign_at(D& dst, const X& src, I... o) {
+    typedef typename X::shape S;
+    const int64_t off[D::shape::ndim] = {(int64_t)o...};
+    block_sync();
+    TW_FOR_OWNED(X::size, X::block_dim, r, e) {
+        int p = 0;
+        for (int k = 0; k < S::ndim; ++k) p += (int)(off[k] + (e / S::stride(k)) % S::extent(k)) * D::place::stride(k);
+        dst.data[p] = cast<typename D::value_type>(src.at(r, e));
+    }
+    block_sync();
+}
+// its adjoint: the source gets the region's adjoint, which the overwrite then clears
+template <typename D, typename X, typename... I> TW_FUNC void adj_tile_assign_at(D& adj_dst, X& adj_src, I... o) {
+    typedef typename X::shape S;
+    const int64_t off[D::shape::ndim] = {(int64_t)o...};
+    block_sync();
+    TW_FOR_OWNED(X::size, X::block_dim, r, e) {
+        int p = 0;
+        for (int k = 0; k < S::ndim; ++k) p += (int)(off[k] + (e / S::stride(k)) % S::extent(k)) * D::place::stride(k);
+        adj_src.at(r, e) = add(adj_src.at(r, e), cast<typename X::value_type>(adj_dst.data[p]));
+        adj_dst.data[p] = typename D::value_type();
+    }
+    block_sync();
+}
+
 // adjoints accumulate into the elements this lane owns; a scalar's adjoint gets this lane's share
 template <typename X, detail::enable_if_t<detail::is_tile<X>::value, int> = 0, typename G>
 TW_FUNC void adj_elem(X& adj, int r, int e, const G& g) {
@@ -204,7 +268,7 @@ template <typename X, typename V> TW_FUNC void adj_untile_split(X& adj_t, const 
         for (int c = 0; c < (int)(sizeof(V) / sizeof(typename X::value_type)); ++c)
             adj_t.at(c * BD + l, c * BD + l) += detail::flat(adj_out[l])[c];
 }
-template <typename X, typename D> TW_FUNC void adj_tile_assign(X& adj_src, const D& adj_out) {
+template <typename X, typename D> TW_FUNC void adj_tile_copy(X& adj_src, const D& adj_out) {
     tile_for<D::size, D::block_dim>([&](int r, int e) {
         adj_src.at(r, e) = add(adj_src.at(r, e), cast<typename X::value_type>(adj_out.at(r, e)));
     });
@@ -216,5 +280,5 @@ template <typename T, typename S, int BD> TW_FUNC void adj_accum(rtile<T, S, BD>
     TW_FOR_OWNED(S::size, BD, r, e) adj.at(r, e) = add(adj.at(r, e), g.at(r, e));
 }
 template <typename D, typename X, detail::enable_if_t<detail::is_tile<D>::value, int> = 0>
-TW_FUNC void adj_accum(D& adj, const X& g) { adj_tile_assign(adj, g); }
+TW_FUNC void adj_accum(D& adj, const X& g) { adj_tile_copy(adj, g); }
 }  // namespace tw

@@ -8,7 +8,9 @@ returns each lane its own old value. A value computed only from values the same 
 
 Statements are then sorted into two kinds (``docs/ARCHITECTURE.md``, "Tiles"):
 * *block* statements run once for the block: every tile operation, and arithmetic on uniform
-  values; their non-tile operands must be uniform (a tile op sees one value per block);
+  values. A tile operation sees one value per operand: a per-lane operand (an offset computed
+  from the lane's thread index, say) is read from lane 0 on the CPU and from each thread on CUDA,
+  so, as in Warp, the lanes must agree on it;
 * *lane* statements run once per lane: anything with a varying operand or result, and side
   effects (stores, atomics, prints), which each of Warp's GPU threads performs.
 A loop or ``if`` that contains a tile operation is a block statement and must have uniform
@@ -21,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import types as T
-from ..builtins.tile import ELEMENT, VARYING_ARGS
+from ..builtins.tile import ELEMENT
 from ..errors import KernelTypeError
 from ..ir import nodes as ir
 
@@ -194,12 +196,6 @@ def _check(stmts, lanes: Lanes, divergent_loc):
                 raise KernelTypeError(f"{name}() runs inside control flow that differs between the lanes of a "
                                       f"block (line {divergent_loc.line}): every lane must reach a tile operation",
                                       s.loc)
-            allowed = VARYING_ARGS.get(name, ())
-            for k, a in enumerate(s.op.args):
-                if isinstance(a, ir.Value) and id(a) in lanes.varying and k not in allowed:
-                    raise KernelTypeError(f"{name}(): argument {k + 1} differs between the lanes of a block "
-                                          "(it depends on the lane's own thread index or data); tile operations "
-                                          "take values that are the same in every lane", s.loc)
         elif isinstance(s, ir.Return) and lane:
             pass
         elif isinstance(s, ir.If):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import types as T
-from ..builtins.tile import AXIS_SHARED, SHARED_ARGS, SHARED_RESULT, STORAGE_REQUEST
+from ..builtins.tile import AXIS_SHARED, SHARED_ARGS, SHARED_RESULT, STORAGE_REQUEST, VIEWS
 from ..ir import nodes as ir
 
 ALIGN = 16
@@ -24,6 +24,8 @@ class Storage:
     shared: set = field(default_factory=set)   # ids of the shared tiles
     offsets: dict = field(default_factory=dict)  # id(tile) -> byte offset in the block's shared memory
     bytes: int = 0
+    views: dict = field(default_factory=dict)  # id(view) -> its element strides in its root's memory
+    roots: dict = field(default_factory=dict)  # id(view) -> id of the tile owning the memory
 
 
 def tile_bytes(t) -> int:
@@ -50,6 +52,39 @@ def choose(fn: ir.Function) -> set:
     return shared
 
 
+def row_major(shape) -> tuple:
+    strides, n = [], 1
+    for d in reversed(shape):
+        strides.insert(0, n)
+        n *= d
+    return tuple(strides)
+
+
+def view_strides(op, parent_strides) -> tuple:
+    """The element strides of a view (``tile_view`` / ``tile_transpose``) of a tile with ``parent_strides``."""
+    if op.builtin.name == "tile_transpose":
+        return tuple(reversed(parent_strides))
+    spec, _ = op.template
+    out = []
+    for d, p in enumerate(parent_strides):
+        x = spec[d] if d < len(spec) else ("o",)
+        if x[0] == "s":
+            out.append(p * x[2])
+        elif x[0] == "o":
+            out.append(p)
+    return tuple(out)
+
+
+def aliases(fn: ir.Function, storage: Storage):
+    """Fill ``storage.views`` / ``storage.roots`` from the view statements, in program order."""
+    for s in ir.walk(fn.body):
+        if isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and s.op.builtin.name in VIEWS:
+            src = s.op.args[0]
+            parent = storage.views.get(id(src)) or row_major(src.type.shape)
+            storage.views[id(s.dst)] = view_strides(s.op, parent)
+            storage.roots[id(s.dst)] = storage.roots.get(id(src), id(src))
+
+
 def _positions(stmts, pos, loops, counter):
     """Number every statement (depth first); record each loop's span."""
     for s in stmts:
@@ -66,16 +101,19 @@ def _positions(stmts, pos, loops, counter):
             loops.append((start, counter[0], s))
 
 
-def lifetimes(fn: ir.Function, tiles: set) -> dict:
-    """id(tile) -> [first, last] statement position it must keep its bytes for."""
+def lifetimes(fn: ir.Function, tiles: set, roots=None) -> dict:
+    """id(tile) -> [first, last] statement position it must keep its bytes for (a view's uses count
+    for the tile whose memory it shows, ``roots``)."""
     pos, loops = {}, []
     _positions(fn.body, pos, loops, [0])
     span: dict = {}
+    roots = roots or {}
 
     def touch(v, p):
-        if isinstance(v, ir.Value) and id(v) in tiles:
-            lo, hi = span.get(id(v), (p, p))
-            span[id(v)] = [min(lo, p), max(hi, p)]
+        vid = roots.get(id(v), id(v)) if isinstance(v, ir.Value) else None
+        if vid in tiles:
+            lo, hi = span.get(vid, (p, p))
+            span[vid] = [min(lo, p), max(hi, p)]
 
     def visit(stmts):
         for s in stmts:
@@ -105,9 +143,11 @@ def lifetimes(fn: ir.Function, tiles: set) -> dict:
 def plan(fn: ir.Function, extra_shared=()) -> Storage:
     """Storage of every tile of ``fn`` and the shared-memory offsets (first fit by start position)."""
     shared = choose(fn) | set(extra_shared)
-    sizes = {id(v): tile_bytes(v.type) for v in fn.values if T.is_tile(v.type) and id(v) in shared}
-    span = lifetimes(fn, set(sizes))
     out = Storage(shared=shared)
+    aliases(fn, out)
+    sizes = {id(v): tile_bytes(v.type) for v in fn.values
+             if T.is_tile(v.type) and id(v) in shared and id(v) not in out.views}
+    span = lifetimes(fn, set(sizes), out.roots)
     placed = []  # (offset, size, last)
     for vid in sorted(sizes, key=lambda v: (span.get(v, [0, 0])[0], -sizes[v])):
         lo, hi = span.get(vid, [0, 0])

@@ -392,41 +392,47 @@ def _astype(args, template):
 
 
 def _astype_cpp(a, template):
-    return f"tw::tile_assign({a[0]}, {a[1]})"
+    return f"tw::tile_copy({a[0]}, {a[1]})"
 
 
 def _adj_astype(a, adj, adj_ret, template):
-    return f"tw::adj_tile_assign({adj[1]}, {adj_ret})"
+    return f"tw::adj_tile_copy({adj[1]}, {adj_ret})"
 
 
 def _view(args, template):
-    t, *offsets = args
-    (shape,) = template
+    """A view: ``template = (spec, shape)`` where ``spec`` gives, per leading dimension of the source,
+    an index argument that removes the dimension (``("i",)``) or starts a box along it (``("o",)``),
+    or a constant slice ``("s", start, step)``; index arguments are consumed in order."""
+    t, *indices = args
+    spec, shape = template
     _tile(t)
-    if any(not T.is_int(o) for o in offsets) or len(offsets) > len(t.shape):
-        fail(f"takes up to {len(t.shape)} integer offsets, got ({names(offsets)})")
-    if len(shape) > len(t.shape):
-        fail(f"a view of a {len(t.shape)}-d tile has at most {len(t.shape)} dimensions")
+    if any(not T.is_int(i) for i in indices):
+        fail(f"indices must be integers, got ({names(indices)})")
+    if len(spec) > len(t.shape) or sum(1 for x in spec if x[0] in "io") != len(indices):
+        fail(f"a {len(t.shape)}-d tile indexed with {len(spec)} entries")
     return tile_type(t.dtype, shape)
 
 
-def _view_origin(a, template, shape) -> str:
-    """Row-major position of the view's first element: the offsets name the leading dimensions."""
-    strides, n = [], 1
-    for d in reversed(shape):
-        strides.insert(0, n)
-        n *= d
-    terms = [f"({o}) * {s}" for o, s in zip(a, strides)]
-    return " + ".join(terms) or "0"
-
-
 def _view_cpp(a, template):
-    dst, src, *offsets = a
-    return f"tw::tile_view({dst}, {src}, {_view_origin(offsets, template, template[1])})"
+    dst, src, *indices = a
+    spec, _ = template
+    it = iter(indices)
+    at = [next(it) if x[0] in "io" else str(x[1]) for x in spec]
+    origin = f"tw::tile_position({src}{''.join(', ' + p for p in at)})" if at else "0"
+    return f"tw::tile_alias({dst}, {src}, {origin})"
 
 
-def _adj_view(a, adj, adj_ret, template):
-    return f"tw::adj_tile_view({adj[1]}, {_view_origin(a[2:], template, template[1])}, {adj_ret})"
+def _assign(args, template):
+    dst, src, *offsets = args
+    _tile(dst, "dst")
+    _tile(src, "src")
+    if len(src.shape) != len(dst.shape):
+        fail(f"src and dst must have as many dimensions, got {src.shape} and {dst.shape}")
+    if any(not T.is_int(o) for o in offsets) or len(offsets) != len(dst.shape):
+        fail(f"takes one integer offset per dimension ({len(dst.shape)}), got ({names(offsets)})")
+    if not (T.is_scalar(dst.dtype) and T.is_scalar(src.dtype)) and dst.dtype != src.dtype:
+        fail(f"cannot assign a tile of {T.type_name(src.dtype)} into one of {T.type_name(dst.dtype)}")
+    return None
 
 
 # ---- element access ---------------------------------------------------------------------------------
@@ -570,13 +576,14 @@ def _entries():
                 undefined_gradient=True, emit=_into("tw::tile_sort")))
     add(Builtin("tile_broadcast", _broadcast, "tw::tile_broadcast", emit=_into("tw::tile_broadcast"),
                 adjoint_emit=lambda a, adj, r, t: f"tw::adj_tile_broadcast({adj[1]}, {r})"))
-    add(Builtin("tile_transpose", _transpose, "tw::tile_transpose", emit=_into("tw::tile_transpose"),
-                adjoint_emit=lambda a, adj, r, t: f"tw::adj_tile_transpose({adj[1]}, {r})"))
+    add(Builtin("tile_transpose", _transpose, "tw::tile_alias", emit=lambda a, t: f"tw::tile_alias({a[0]}, {a[1]}, 0)"))
     for name in ("tile_reshape", "tile_squeeze"):
-        add(Builtin(name, _reshape, "tw::tile_assign", emit=_into("tw::tile_assign"),
-                    adjoint_emit=lambda a, adj, r, t: f"tw::adj_tile_assign({adj[1]}, {r})"))
-    add(Builtin("tile_astype", _astype, "tw::tile_assign", emit=_astype_cpp, adjoint_emit=_adj_astype))
-    add(Builtin("tile_view", _view, "tw::tile_view", emit=_view_cpp, adjoint_emit=_adj_view))
+        add(Builtin(name, _reshape, "tw::tile_copy", emit=_into("tw::tile_copy"),
+                    adjoint_emit=lambda a, adj, r, t: f"tw::adj_tile_copy({adj[1]}, {r})"))
+    add(Builtin("tile_astype", _astype, "tw::tile_copy", emit=_astype_cpp, adjoint_emit=_adj_astype))
+    add(Builtin("tile_view", _view, "tw::tile_alias", emit=_view_cpp))
+    add(Builtin("tile_assign", _assign, "tw::tile_assign_at", side_effect=True, emit=_into("tw::tile_assign_at"),
+                adjoint_emit=lambda a, adj, r, t: f"tw::adj_tile_assign_at({adj[0]}, {adj[1]}, {', '.join(a[2:])})"))
     add(Builtin("tile_extract", _extract, "tw::tile_get", emit=_extract_cpp, adjoint_emit=_adj_extract))
     for op in ("set", "add", "sub", "and", "or", "xor"):
         add(Builtin(f"_tile_element_{op}", _element_write, "tw::tile_ref", side_effect=True,
@@ -591,15 +598,21 @@ ENTRIES = _entries()
 register(*ENTRIES)
 
 #: builtins whose result is written into the destination (C++ takes it first)
-INTO = {b.name for b in ENTRIES if b.name not in ("tile_extract", "tile_store", "tile_sort", "block_dim")
-        and not b.name.startswith("_tile_element_")}
+INTO = {b.name for b in ENTRIES if b.name not in ("tile_extract", "tile_store", "tile_sort", "block_dim",
+                                                  "tile_assign") and not b.name.startswith("_tile_element_")}
+#: views: shared tiles over part of another's memory (the adjoint of a view is the same view of the
+#: source's adjoint, so a view needs no adjoint of its own)
+VIEWS = {"tile_view", "tile_transpose"}
+#: entries that change a tile in place: replayed by the backward pass (unlike stores to arrays)
+MUTATES = {"tile_assign", "tile_sort", *(f"_tile_element_{op}" for op in ("set", "add", "sub", "and", "or", "xor"))}
 #: where the requested storage ("register" / "shared") sits in an entry's template
 STORAGE_REQUEST = {"tile_zeros": 2, "tile_ones": 2, "tile_empty": 2, "tile_full": 2, "tile_arange": 2, "tile_load": 1}
 SHARED_ARGS.update({"tile_sort": (0, 1), "tile_broadcast": (0,), "tile_transpose": (0,), "tile_view": (0,),
+                    "tile_assign": (0,),
                     "tile_extract": (0,), "tile_matmul": (0, 1, 2), **{n: (0,) for n in _SCAN_OPS},
                     **{f"_tile_element_{op}": (0,) for op in ("set", "add", "sub", "and", "or", "xor")}})
 SHARED_RESULT.update({"tile_sum", "tile_min", "tile_max", "tile_argmin", "tile_argmax", "tile_reduce",
-                      "tile_matmul", *_SCAN_OPS})
+                      "tile_matmul", "tile_view", "tile_transpose", *_SCAN_OPS})
 ELEMENT.update({"tile_extract", *(f"_tile_element_{op}" for op in ("set", "add", "sub", "and", "or", "xor"))})
 VARYING_ARGS.update({"tile": (0,)})
 #: axis reductions read whole rows: their operand is shared

@@ -246,7 +246,7 @@ class AdjointPrinter:
 
     def adjoint_call(self, s: ir.Assign, make):
         """``make(args, adjoint args, [adjoint of the result])``: constants get scratch adjoints."""
-        args = [ref(a) for a in s.op.args]
+        args = self.call_args(s.op)
         grads, scratch = [], []
         for a in s.op.args:
             if not a.is_const:
@@ -263,6 +263,9 @@ class AdjointPrinter:
         else:
             self.line(f"{call};")
         self.clear(s.dst)
+
+    def call_args(self, op) -> list:
+        return [ref(a) for a in op.args]
 
     def clear(self, v):
         if v is not None and _holds_array(v.type):  # keep its gradient arrays, zero the rest

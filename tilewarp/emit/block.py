@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from .. import types as T
 from ..block.lanes import Lanes, analyse
 from ..block.storage import Storage, plan
-from ..builtins.tile import ELEMENT, INTO
+from ..builtins.tile import ELEMENT, INTO, VARYING_ARGS
 from ..errors import KernelSyntaxError
 from ..ir import nodes as ir
 from . import names
@@ -32,9 +32,10 @@ def shape_cpp(shape) -> str:
     return f"tw::shape_t<{', '.join(map(str, shape))}>"
 
 
-def tile_cpp(t, shared: bool, block_dim: int) -> str:
+def tile_cpp(t, shared: bool, block_dim: int, strides=None) -> str:
     kind = "stile" if shared else "rtile"
-    return f"tw::{kind}<{t.dtype._cpp_}, {shape_cpp(t.shape)}, {block_dim}>"
+    layout = f", tw::strides_t<{', '.join(map(str, strides))}>" if strides is not None else ""
+    return f"tw::{kind}<{t.dtype._cpp_}, {shape_cpp(t.shape)}, {block_dim}{layout}>"
 
 
 def declare(v, name: str, lanes: Lanes, storage: Storage, block_dim: int, offset_base: int = 0) -> str:
@@ -42,12 +43,14 @@ def declare(v, name: str, lanes: Lanes, storage: Storage, block_dim: int, offset
     t = v.type
     if T.is_tile(t):
         shared = id(v) in storage.shared
+        if id(v) in storage.views:  # points into another tile's memory (tw::tile_alias)
+            return f"{tile_cpp(t, True, block_dim, storage.views[id(v)])} {name}{{}};"
         if shared:
             off = storage.offsets[id(v)] + offset_base
             return f"{tile_cpp(t, True, block_dim)} {name}{{({t.dtype._cpp_}*)(tw_smem + {off})}};"
         return f"{tile_cpp(t, False, block_dim)} {name}{{}};"
     if id(v) in lanes.varying:
-        return f"TW_VARYING({t._cpp_}, {name});"
+        return f"TW_VARYING({name}, {t._cpp_});"
     return f"{t._cpp_} {name}{{}};"
 
 
@@ -58,13 +61,22 @@ def prologue(smem_bytes: int) -> list:
             "(void)task;"]
 
 
-def into_expression(s: ir.Assign, expression, ref) -> str:
+def block_args(op, lanes: Lanes, ref) -> list:
+    """A block statement's operands: a per-lane value is lane 0's (TW_LANE0), except where the op
+    gathers every lane's (``tile(x)``), and tile operations' destinations/sources are whole."""
+    keep = VARYING_ARGS.get(op.builtin.name, ())
+    return [f"TW_LANE0({ref(a)})" if isinstance(a, ir.Value) and id(a) in lanes.varying and k not in keep
+            else ref(a) for k, a in enumerate(op.args)]
+
+
+def into_expression(s: ir.Assign, lanes: Lanes, ref) -> str:
     """A tile op writing its destination: the C++ call takes it first."""
     b = s.op.builtin
-    args = [ref(a) for a in s.op.args]
+    args = block_args(s.op, lanes, ref)
     if b.name in INTO:
         return b.emit([names.value(s.dst), *args], s.op.template) + ";"
-    return None
+    expr = b.emit(args, s.op.template) if b.emit is not None else f"{b.cpp}({', '.join(args)})"
+    return f"{names.value(s.dst)} = {expr};" if s.dst is not None else f"{expr};"
 
 
 class LaneGrouping:
@@ -80,6 +92,9 @@ class LaneGrouping:
                     emit_one(s)
                 else:
                     group.append(s)
+                    if _writes_elements(s):  # as Warp: a barrier after each write of tile elements
+                        self.flush(group, emit_one)
+                        group = []
                 continue
             self.flush(group, emit_one)
             group = []
@@ -107,9 +122,13 @@ class LaneGrouping:
         self.in_lanes = False
         self.depth -= 1
         self.line("TW_LANES_END")
-        if any(isinstance(x, ir.Assign) and isinstance(x.op, ir.Call) and x.op.builtin.name in ELEMENT
-               and x.op.builtin.side_effect for x in ir.walk(group)):
+        if any(_writes_elements(x) for x in group):
             self.line("tw::block_sync();  // lanes wrote tile elements")
+
+
+def _writes_elements(s) -> bool:
+    return any(isinstance(x, ir.Assign) and isinstance(x.op, ir.Call) and x.op.builtin.name in ELEMENT
+               and x.op.builtin.side_effect for x in ir.walk([s]))
 
 
 def block_analysis(fn: ir.Function, shape: BlockShape):

@@ -15,13 +15,13 @@ from __future__ import annotations
 from .. import types as T
 from ..block.lanes import analyse
 from ..block.storage import ALIGN, choose, tile_bytes
-from ..builtins.tile import INTO
+from ..builtins.tile import INTO, MUTATES, VIEWS
 from ..errors import AutodiffError
 from ..ir import nodes as ir
 from . import names
 from .adjoint import REWIND_CAP, REWIND_LEVELS, AdjointPrinter, carries_gradient
-from .block import LaneGrouping, declare, prologue
-from .cpp import ref
+from .block import LaneGrouping, block_args, declare, prologue
+from .cpp import expression, ref
 
 
 class BlockAdjointPrinter(LaneGrouping, AdjointPrinter):
@@ -31,6 +31,7 @@ class BlockAdjointPrinter(LaneGrouping, AdjointPrinter):
         fn = prep.fn
         whole = ir.Function(name=fn.name, symbol=fn.symbol, params=fn.params, param_names=fn.param_names,
                             body=prep.body, is_kernel=True, values=prep.values, loc=fn.loc)
+        self.whole = whole
         self.lanes = analyse(whole, shape.uniform_tids)
         self._layout(choose(whole))
         self.lane_loops: set = set()
@@ -38,15 +39,17 @@ class BlockAdjointPrinter(LaneGrouping, AdjointPrinter):
     def _layout(self, shared):
         """Shared primal tiles, then shared adjoints, each with its own bytes (the reverse pass reads
         primals long after the replay wrote them)."""
-        from ..block.storage import Storage
+        from ..block.storage import Storage, aliases
 
         self.storage, self.adj_storage, offset = Storage(shared=shared), Storage(shared=shared), 0
+        aliases(self.whole, self.storage)
+        self.adj_storage.views, self.adj_storage.roots = self.storage.views, self.storage.roots
         for v in self.prep.values:
-            if T.is_tile(v.type) and id(v) in shared:
+            if T.is_tile(v.type) and id(v) in shared and id(v) not in self.storage.views:
                 self.storage.offsets[id(v)] = offset
                 offset += -(-tile_bytes(v.type) // ALIGN) * ALIGN
         for v in self.prep.values:
-            if T.is_tile(v.type) and id(v) in shared and carries_gradient(v.type):
+            if T.is_tile(v.type) and id(v) in shared and carries_gradient(v.type) and id(v) not in self.storage.views:
                 self.adj_storage.offsets[id(v)] = offset
                 offset += -(-tile_bytes(v.type) // ALIGN) * ALIGN
         self.bytes = offset
@@ -85,7 +88,7 @@ class BlockAdjointPrinter(LaneGrouping, AdjointPrinter):
                                     "with enable_backward=False", s.loc)
         if lane:
             self.lane_loops.add(k)
-        wrap = (lambda t, n: f"TW_VARYING({t}, {n});") if lane else (lambda t, n: f"{t} {n}{{}};")
+        wrap = (lambda t, n: f"TW_VARYING({n}, {t});") if lane else (lambda t, n: f"{t} {n}{{}};")
         self.line(wrap("int64_t", f"L{k}_n"))
         if s.carried:
             members = " ".join(f"{c.type._cpp_} m{i};" for i, c in enumerate(s.carried))
@@ -117,19 +120,27 @@ class BlockAdjointPrinter(LaneGrouping, AdjointPrinter):
 
     def replay_Assign(self, s: ir.Assign):
         op, dst = s.op, s.dst
+        if isinstance(op, ir.Call) and op.builtin.name in MUTATES:  # tiles changed in place: redone
+            self.line(expression(op, args=self.call_args(op)) + ";")
+            return
         if dst is not None and T.is_tile(dst.type):
             if isinstance(op, ir.Copy):
-                self.line(f"tw::tile_assign({names.value(dst)}, {ref(op.src)});")
+                self.line(f"tw::tile_copy({names.value(dst)}, {ref(op.src)});")
             elif not op.builtin.side_effect:
-                self.line(op.builtin.emit([names.value(dst), *map(ref, op.args)], op.template) + ";")
+                self.line(op.builtin.emit([names.value(dst), *self.call_args(op)], op.template) + ";")
+                if op.builtin.name in VIEWS and carries_gradient(dst.type):  # the same view of the adjoint
+                    adj_args = [names.adjoint(dst), names.adjoint(op.args[0]), *map(ref, op.args[1:])]
+                    self.line(op.builtin.emit(adj_args, op.template) + ";")
             return
         if isinstance(op, ir.Call) and op.builtin.name == "untile":
-            self.line(op.builtin.emit([names.value(dst), *map(ref, op.args)], op.template) + ";")
+            self.line(op.builtin.emit([names.value(dst), *self.call_args(op)], op.template) + ";")
             return
         super().replay_Assign(s)
 
     def reverse_Assign(self, s: ir.Assign):
         op, dst = s.op, s.dst
+        if isinstance(op, ir.Call) and op.builtin.name in VIEWS:
+            return  # a view's adjoint is a view of its source's adjoint: nothing to move
         into = isinstance(op, ir.Call) and op.builtin.name in INTO
         if not into and not (dst is not None and T.is_tile(dst.type) and isinstance(op, ir.Copy)):
             super().reverse_Assign(s)
@@ -149,9 +160,14 @@ class BlockAdjointPrinter(LaneGrouping, AdjointPrinter):
             return
         grads = [names.adjoint(a) if not a.is_const and (carries_gradient(a.type) or T.is_array(a.type))
                  else "tw::adj_discard" for a in op.args]
-        self.line(b.adjoint_emit([names.value(dst), *map(ref, op.args)], [names.adjoint(dst), *grads],
+        self.line(b.adjoint_emit([names.value(dst), *self.call_args(op)], [names.adjoint(dst), *grads],
                                  names.adjoint(dst), op.template) + ";")
         self.clear(dst)
+
+    def call_args(self, op) -> list:
+        if self.in_lanes or not isinstance(op, ir.Call):
+            return [ref(a) for a in op.args]
+        return block_args(op, self.lanes, ref)
 
     def clear(self, v):
         if v is not None and T.is_tile(v.type):

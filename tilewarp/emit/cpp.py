@@ -189,12 +189,13 @@ class _Printer(LaneGrouping):
     def stmt_Assign(self, s: ir.Assign):
         if self.block_shape is not None and s.dst is not None and T.is_tile(s.dst.type):
             if isinstance(s.op, ir.Copy):
-                self.line(f"tw::tile_assign({names.value(s.dst)}, {ref(s.op.src)});")
+                self.line(f"tw::tile_copy({names.value(s.dst)}, {ref(s.op.src)});")
             else:
-                self.line(into_expression(s, expression, ref))
+                self.line(into_expression(s, self.lanes, ref))
             return
-        if self.block_shape is not None and isinstance(s.op, ir.Call) and s.op.builtin.name == "untile":
-            self.line(into_expression(s, expression, ref))
+        if self.block_shape is not None and not self.in_lanes and isinstance(s.op, ir.Call) and \
+                s.op.builtin.name.startswith(("tile", "untile")):
+            self.line(into_expression(s, self.lanes, ref))
             return
         located = self.sites.locate(self.fn, s, LOCATED) if self.sites is not None else None
         expr = expression(s.op, located)

@@ -39,6 +39,8 @@ def _written(call: ast.Call) -> list:
 
     f = call.func
     name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+    if name == "tile_matmul":  # tile_matmul(a, b, out): out accumulates in place
+        return call.args[2:3] + [k.value for k in call.keywords if k.arg == "out"]
     return written_arguments(REGISTRY[name], call.args) if name in REGISTRY else []
 
 

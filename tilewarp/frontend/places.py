@@ -121,6 +121,12 @@ def place(lw, node) -> _Place:
             return lw.adjoint_place(node)
         from .slices import SlicePlace, has_slice, lower_slice
 
+        if has_slice(node) and T.is_tile(getattr(lw.visit(node.value), "type", None)):
+            from .tiles import TileRegion, view_of
+
+            parent = place(lw, node.value)
+            entries = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            return TileRegion(lw, node, view_of(lw, parent.get(), entries, node))
         if has_slice(node):  # v[1:3] = x: those components; a[1:3][0] = x: through the view
             parent = place(lw, node.value)
             if T.is_composite(parent.get().type):
@@ -145,7 +151,9 @@ def place(lw, node) -> _Place:
             if len(indices) > n:  # t[i][c] / t[i, c]: a component of a vector or matrix element
                 element = TileElement(lw, node, base, indices[:n])
                 return _Component(lw, node, element, lw.component_indices(base.type.dtype, indices[n:], node))
-            raise KernelTypeError(f"assigning into a {n}-d tile needs {n} indices, got {len(indices)}", loc)
+            from .tiles import TileRegion, view_of
+
+            return TileRegion(lw, node, view_of(lw, base, index_nodes, node))
         raise KernelTypeError(f"cannot assign an element of a {T.type_name(base.type)} value", loc)
     return _Temporary(lw, node)
 

@@ -40,7 +40,8 @@ SIGNATURES = {
     "tile_reshape": [("t", _REQUIRED, "value"), ("shape", _REQUIRED, "shape")],
     "tile_squeeze": [("t", _REQUIRED, "value"), ("axis", None, "const")],
     "tile_astype": [("t", _REQUIRED, "value"), ("dtype", _REQUIRED, "dtype")],
-    "tile_view": [("t", _REQUIRED, "value"), ("offset", _REQUIRED, "offset"), ("shape", None, "shape")],
+    "tile_view": [("t", _REQUIRED, "value"), ("offset", _REQUIRED, "view"), ("shape", None, "shape")],
+    "tile_assign": [("dst", _REQUIRED, "value"), ("src", _REQUIRED, "value"), ("offset", None, "offset")],
     "tile_matmul": [("a", _REQUIRED, "value"), ("b", _REQUIRED, "value"), ("out", None, "value"),
                     ("alpha", 1.0, "const"), ("beta", 1.0, "const"), ("precision", "default", "const")],
 }
@@ -90,6 +91,8 @@ def _bind(lw, name, node) -> dict:
             out[pname] = _int_list(lw, arg)
         elif kind == "func":
             out[pname] = lw.visit(arg)
+        elif kind == "view":  # tile_view's offset: integers and (constant) slices
+            out[pname] = list(arg.elts) if isinstance(arg, ast.Tuple) else [arg]
         else:
             out[pname] = _convert(lw, kind, constant(lw, arg), arg, f"{name}(): '{pname}'")
     return out
@@ -224,6 +227,11 @@ def lower_tile_call(lw, name: str, node):
         return lw.call(name, [a["t"]], node, (a["dtype"],))
     if name == "tile_view":
         return _view(lw, a["t"], a["offset"], a["shape"], node)
+    if name == "tile_assign":
+        dst, src = a["dst"], a["src"]
+        n = len(dst.type.shape) if T.is_tile(dst.type) else 1
+        offsets = a["offset"] or [lw.const(0, T.int32)] * n
+        return lw.call(name, [dst, src, *offsets], node, discard=True)
     if name == "tile_sort":
         return lw.call(name, [a["keys"], a["values"]], node, discard=True)
     if name == "tile_matmul":
@@ -272,18 +280,53 @@ def _squeeze(lw, a, node):
     return lw.call("tile_squeeze", [t], node, (new,))
 
 
-def _view(lw, t, offsets, shape, node):
+def _view(lw, t, entries, shape, node):
+    """``tile_view(t, offset, shape=None)``: without ``shape`` each offset entry, an integer (removes
+    that dimension) or a slice, applies to the leading dimensions; with ``shape`` the integers are
+    the origin of a box of that shape."""
     if not T.is_tile(t.type):
         raise KernelTypeError(f"tile_view() needs a tile, got {T.type_name(t.type)}", lw.src.loc(node))
+    if shape is None:
+        return view_of(lw, t, entries, node)
     full = t.type.shape
-    if len(offsets) > len(full):
-        raise KernelTypeError(f"tile_view(): {len(offsets)} offsets for a {len(full)}-d tile", lw.src.loc(node))
-    if shape is None:  # Warp: the offsets pick the leading dimensions, the rest are kept whole
-        shape = full[len(offsets):]
-        if not shape:
-            raise KernelTypeError("tile_view() of every dimension is one element: use t[i, j] / tile_extract",
-                                  lw.src.loc(node))
-    return lw.call("tile_view", [t, *offsets], node, (tuple(shape), full))
+    if len(shape) != len(full) or len(entries) != len(full) or any(isinstance(e, ast.Slice) for e in entries):
+        raise KernelTypeError(f"tile_view(t, offset, shape): one integer offset and extent per dimension of the "
+                              f"{len(full)}-d tile", lw.src.loc(node))
+    indices = [_as_int32(lw, lw.value(e), node) for e in entries]
+    for k, (i, n) in enumerate(zip(indices, shape)):
+        if i.is_const and not 0 <= i.const <= full[k] - n:
+            raise KernelTypeError(f"tile_view(): a box of {n} from {i.const} does not fit dimension {k} "
+                                  f"(extent {full[k]})", lw.src.loc(node))
+    return lw.call("tile_view", [t, *indices], node, ((("o",),) * len(full), tuple(shape)))
+
+
+def view_of(lw, t, entries, node):
+    """``t[...]`` with fewer integers than dimensions, or with slices: a view (no copy)."""
+    full, loc = t.type.shape, lw.src.loc(node)
+    if len(entries) > len(full):
+        raise KernelTypeError(f"a {len(full)}-d tile indexed with {len(entries)} entries", loc)
+    spec, shape, indices = [], [], []
+    for k, e in enumerate(entries):
+        if isinstance(e, ast.Slice):
+            parts = [None if p is None else constant(lw, p) for p in (e.lower, e.upper, e.step)]
+            if any(p is not None and not isinstance(int_or(p), py.int) for p in parts):
+                raise KernelTypeError("tile slice bounds must be constant integers", loc)
+            start, stop, step = slice(*[None if p is None else int_or(p) for p in parts]).indices(full[k])
+            n = len(range(start, stop, step))
+            if n <= 0:
+                raise KernelTypeError(f"the slice of dimension {k} (extent {full[k]}) is empty", loc)
+            spec.append(("s", start, step))
+            shape.append(n)
+        else:
+            i = _as_int32(lw, lw.value(e), node)
+            if i.is_const and not -full[k] <= i.const < full[k]:
+                raise KernelTypeError(f"index {i.const} is out of range for dimension {k} (extent {full[k]})", loc)
+            spec.append(("i",))
+            indices.append(i)
+    shape += list(full[len(entries):])
+    if not shape:
+        return lw.call("tile_extract", [t, *indices], node)
+    return lw.call("tile_view", [t, *indices], node, (tuple(spec), tuple(shape)))
 
 
 def _matmul(lw, a, node):
@@ -391,15 +434,13 @@ def tile_operator(lw, name, args, node):
 
 
 def tile_subscript(lw, base, node):
-    """``t[i, j]`` (an element) or ``t[i]`` of a 2-d tile (a row, as a view)."""
-    index_nodes = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-    if any(isinstance(i, ast.Slice) for i in index_nodes):
-        raise KernelSyntaxError("slicing tiles (t[a:b]) is not supported yet: use tile_view(t, offset, shape)",
-                                lw.src.loc(node))
-    indices = [_as_int32(lw, lw.value(i), node) for i in index_nodes]
+    """``t[i, j]`` (an element, or a component of a vector/matrix element), or a view: ``t[i]`` of a
+    2-d tile (a row), ``t[1:3, ::2]``."""
+    entries = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
     shape = base.type.shape
-    if len(indices) < len(shape):
-        return lw.call("tile_view", [base, *indices], node, (shape[len(indices):], shape))
+    if any(isinstance(e, ast.Slice) for e in entries) or len(entries) < len(shape):
+        return view_of(lw, base, entries, node)
+    indices = [_as_int32(lw, lw.value(e), node) for e in entries]
     if len(indices) > len(shape):  # components of a vector or matrix element
         element = lw.call("tile_extract", [base, *indices[:len(shape)]], node)
         rest = lw.component_indices(element.type, indices[len(shape):], node)
@@ -428,6 +469,20 @@ class TileElement:
     def update(self, op, value, stmt):
         value = self.lw.coerce(value, self.tile.type.dtype, stmt, "tile element")
         self.lw.call(f"_tile_element_{op}", [self.tile, *self.indices, value], stmt, (op,), discard=True)
+
+
+class TileRegion:
+    """``t[i] = row`` / ``t[1:3] = src``: the source tile written into a view of ``t``."""
+
+    def __init__(self, lw, node, view):
+        self.lw, self.node, self.view = lw, node, view
+
+    def get(self):
+        return self.view
+
+    def set(self, value, stmt):
+        zeros = [self.lw.const(0, T.int32)] * len(self.view.type.shape)
+        self.lw.call("tile_assign", [self.view, value, *zeros], stmt, discard=True)
 
 
 def tile_place(lw, node, base):
