@@ -20,6 +20,8 @@
 #define TW_LANES_END \
     }                \
     }
+#define TW_ONCE_BEGIN if (threadIdx.x == 0) {
+#define TW_ONCE_END }
 // Shared memory of the block: the planned tiles live at fixed offsets of one dynamic allocation.
 #define TW_BLOCK_SMEM(BYTES) extern __shared__ __align__(16) unsigned char tw_smem[]
 #define TW_BLOCK_KERNEL_ENTRY(NAME, ARGS, BODY, BD)                                           \
@@ -40,6 +42,8 @@
 #define TW_LANES_END \
     }                \
     }
+#define TW_ONCE_BEGIN {
+#define TW_ONCE_END }
 #define TW_BLOCK_SMEM(BYTES) alignas(16) unsigned char tw_smem[(BYTES) > 0 ? (BYTES) : 16]
 // The thread pool hands each worker a [begin, end) task range whose borders are whole blocks.
 #define TW_BLOCK_KERNEL_ENTRY(NAME, ARGS, BODY, BD)                                          \
@@ -48,3 +52,11 @@
         for (int64_t block = begin / (BD); block * (BD) < end; ++block) BODY(args, block);   \
     }
 #endif
+
+namespace tw {
+// Zero a value, or every lane's entry of a per-lane value (adjoints cleared in block code).
+template <typename T> TW_FUNC void clear_lanes(T& x) { x = T(); }
+template <typename T, int N> TW_FUNC void clear_lanes(T (&x)[N]) {
+    for (int l = 0; l < N; ++l) x[l] = T();
+}
+}  // namespace tw

@@ -158,6 +158,15 @@ template <typename X, typename D> TW_FUNC void adj_tile_select(const X& t, const
 }
 
 // ---- along one axis: the input is shared (or the CPU's whole-block tile) -----------------------
+// min / max along an axis: each element equal to its row's result gets the row's adjoint
+template <int Axis, typename X, typename D> TW_FUNC void adj_tile_select_axis(const X& t, const D& out, X& adj_t, const D& adj_out) {
+    typedef typename X::shape S;
+    constexpr int n = S::extent(Axis), step = S::stride(Axis);
+    tile_for<X::size, X::block_dim>([&](int r, int e) {
+        const int o = (e / (n * step)) * step + e % step;
+        if (t.at(r, e) == out.at(o, o)) adj_t.at(r, e) = add(adj_t.at(r, e), adj_out.at(o, o));
+    });
+}
 // out element o combines the input elements whose index, with `axis` removed, is o.
 template <int Axis, typename D, typename X, typename Op> TW_FUNC void tile_reduce_axis(D& out, const X& t, const Op& op) {
     typedef typename X::shape S;

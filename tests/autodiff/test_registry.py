@@ -14,6 +14,8 @@ SYNTAX = {
     "construct": r"wp\.vec3d\(", "cast": r"wp\.float64\(", "struct_new": r"@wp\.struct", "struct_get": r"\w\.\w+ \*",
     "struct_set": r"\w\.\w+ = ", "make_tuple": r"return \w+, \w+", "tuple_get": r"\w+, \w+ = ",
 }
+#: tile builtins reached through syntax in tests/tiles/test_tile_grads.py
+TILE_SYNTAX = {"tile_map": r"wp\.tile_map\(|x \* y", "tile_extract": r"x\[2, 3\]"}
 #: builtins whose gradient tests live next to their other tests
 ELSEWHERE = {"slice_view": "frontend/test_slicing.py"}
 
@@ -34,6 +36,11 @@ def test_every_differentiable_builtin_is_gradient_tested():
             continue
         if name in ELSEWHERE:
             assert "grad" in (HERE.parent / ELSEWHERE[name]).read_text(), name
+            continue
+        if name.startswith("tile") or name == "untile":  # tile ops: tests/tiles/test_tile_grads.py
+            tiles = (HERE.parent / "tiles" / "test_tile_grads.py").read_text()
+            if not re.search(TILE_SYNTAX.get(name, rf"\b(wp\.)?{name}\("), tiles):
+                untested.append(name)
             continue
         pattern = SYNTAX.get(name, rf"\b(wp\.)?{name}\(")
         if not re.search(pattern, text):

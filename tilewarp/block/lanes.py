@@ -32,6 +32,11 @@ from ..ir import nodes as ir
 class Lanes:
     varying: set = field(default_factory=set)  # ids of values that differ between lanes
     lane: set = field(default_factory=set)     # id(statement) of statements each lane runs
+    once: set = field(default_factory=set)     # id(statement) of stores every lane would repeat alike
+
+#: stores that every lane would make alike when their operands are uniform: made once per block, so
+#: the backward pass takes the stored value's gradient once (not once per lane)
+IDEMPOTENT = {"store", "_tile_element_set"}
 
 
 def is_tile_op(op) -> bool:
@@ -112,6 +117,14 @@ class _Analysis:
                 return  # checked by classify(): tile operations run once per block
             elif op.builtin.side_effect or divergent or any(map(self.varies, op.args)):
                 self.make_varying(dst)
+        if isinstance(op, ir.Call) and op.builtin.name in IDEMPOTENT and not divergent \
+                and not any(map(self.varies, op.args)):
+            if id(s) in self.out.lane:
+                self.out.lane.discard(id(s))
+                self.changed = True
+            self.out.once.add(id(s))
+            return
+        self.out.once.discard(id(s))
         if dst is not None and self.varies(dst) or (isinstance(op, ir.Call) and op.builtin.side_effect) \
                 or (isinstance(op, ir.FuncCall) and _side_effects(op.func)):
             self.make_lane(s)

@@ -522,7 +522,9 @@ def _into(cpp):
     return lambda a, template: f"{cpp}({', '.join(a)})"
 
 
-def _no_adjoint(a, adj, adj_ret, template):
+def _through_alias(a, adj, adj_ret, template):
+    """Views: the view's adjoint *is* part of its source's adjoint (emit/block_adjoint.py aliases it
+    in the replay), so gradients reach the source with nothing to move."""
     return "(void)0"
 
 
@@ -576,12 +578,13 @@ def _entries():
                 undefined_gradient=True, emit=_into("tw::tile_sort")))
     add(Builtin("tile_broadcast", _broadcast, "tw::tile_broadcast", emit=_into("tw::tile_broadcast"),
                 adjoint_emit=lambda a, adj, r, t: f"tw::adj_tile_broadcast({adj[1]}, {r})"))
-    add(Builtin("tile_transpose", _transpose, "tw::tile_alias", emit=lambda a, t: f"tw::tile_alias({a[0]}, {a[1]}, 0)"))
+    add(Builtin("tile_transpose", _transpose, "tw::tile_alias", emit=lambda a, t: f"tw::tile_alias({a[0]}, {a[1]}, 0)",
+                adjoint_emit=_through_alias))
     for name in ("tile_reshape", "tile_squeeze"):
         add(Builtin(name, _reshape, "tw::tile_copy", emit=_into("tw::tile_copy"),
                     adjoint_emit=lambda a, adj, r, t: f"tw::adj_tile_copy({adj[1]}, {r})"))
     add(Builtin("tile_astype", _astype, "tw::tile_copy", emit=_astype_cpp, adjoint_emit=_adj_astype))
-    add(Builtin("tile_view", _view, "tw::tile_alias", emit=_view_cpp))
+    add(Builtin("tile_view", _view, "tw::tile_alias", emit=_view_cpp, adjoint_emit=_through_alias))
     add(Builtin("tile_assign", _assign, "tw::tile_assign_at", side_effect=True, emit=_into("tw::tile_assign_at"),
                 adjoint_emit=lambda a, adj, r, t: f"tw::adj_tile_assign_at({adj[0]}, {adj[1]}, {', '.join(a[2:])})"))
     add(Builtin("tile_extract", _extract, "tw::tile_get", emit=_extract_cpp, adjoint_emit=_adj_extract))

@@ -101,6 +101,15 @@ class LaneGrouping:
             if isinstance(s, ir.Return):
                 self.line("return;")
                 continue
+            if id(s) in self.lanes.once:  # a store every lane would repeat: one lane makes it
+                self.line("TW_ONCE_BEGIN")
+                self.depth += 1
+                emit_one(s)
+                self.depth -= 1
+                self.line("TW_ONCE_END")
+                if _writes_elements(s):
+                    self.line("tw::block_sync();")
+                continue
             emit_one(s)
         self.flush(group, emit_one)
 

@@ -174,4 +174,7 @@ class BlockAdjointPrinter(LaneGrouping, AdjointPrinter):
             if carries_gradient(v.type):
                 self.line(f"tw::adj_tile_clear({names.adjoint(v)});")
             return
+        if v is not None and not self.in_lanes and id(v) in self.lanes.varying and carries_gradient(v.type):
+            self.line(f"tw::clear_lanes({names.adjoint(v)});")  # every lane's entry
+            return
         super().clear(v)
