@@ -2,7 +2,7 @@
 
 Timing: host clock around N launches followed by synchronize, median of repeats, warm-up
 excluded (the method of ../shared/bench/anchors.py). Usage:
-    python -m benchmarks [--device cpu|cuda:0] [--quick] [--only integrate,bounce,launch,compile,backward]
+    python -m benchmarks [--device cpu|cuda:0] [--quick] [--only integrate,bounce,launch,compile,backward,tiles]
 """
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ import textwrap
 import time
 
 import numpy as np
+
+from .tiles import KERNELS, bench_tiles, report_tiles
 
 INTEGRATE = textwrap.dedent('''
     @wp.kernel
@@ -61,7 +63,7 @@ def load(module_name: str, cache: str):
         wp.init()
     path = os.path.join(cache, f"bench_kernels_{module_name}.py")
     with open(path, "w") as f:
-        f.write(f"import {module_name} as wp\n" + INTEGRATE)
+        f.write(f"import {module_name} as wp\n" + INTEGRATE + KERNELS)
     spec = importlib.util.spec_from_file_location(f"bench_kernels_{module_name}", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -178,7 +180,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default=None)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", default="integrate,bounce,launch,compile,backward")
+    ap.add_argument("--only", default="integrate,bounce,launch,compile,backward,tiles")
     ap.add_argument("--modules", default="tilewarp,warp")
     args = ap.parse_args()
     only = set(args.only.split(","))
@@ -207,6 +209,9 @@ def main():
             r["compile"] = bench_compile(m, device)
         if "backward" in only:
             r["backward"], r["tape_launch"] = bench_backward(wp, k, device, n, on_gpu)
+        if "tiles" in only:
+            r["tiles"] = bench_tiles(wp, k, device, on_gpu, timeit)
+            r.setdefault("ceiling", copy_ceiling(wp, device, (1 << 24) * 32 if on_gpu else (1 << 18) * 32))
     report(results, modules, device)
 
 
@@ -236,6 +241,8 @@ def report(results, modules, device):
         line("launch overhead (1-thread kernel)", tw.get("launch"), ref.get("launch"), "us", 1e6)
     if "tape_launch" in tw or "tape_launch" in ref:
         line("launch under a Tape (1 thread)", tw.get("tape_launch"), ref.get("tape_launch"), "us", 1e6)
+    if "tiles" in tw or "tiles" in ref:
+        report_tiles(tw.get("tiles", {}), ref.get("tiles", {}), tw.get("ceiling"), line)
     if "compile" in tw or "compile" in ref:
         a, b = tw.get("compile", (None, None)), ref.get("compile", (None, None))
         line("cold compile + first launch", a[0], b[0], "s", 1)
