@@ -29,6 +29,13 @@ typedef unsigned long long uint64_t;
 #define TW_EXPORT __attribute__((visibility("default")))
 #endif
 
+// Unroll a loop with a constant trip count on CUDA (the host compiler decides for itself).
+#if TW_IS_CUDA
+#define TW_UNROLL _Pragma("unroll")
+#else
+#define TW_UNROLL
+#endif
+
 #define TW_CONCAT_(a, b) a##b
 #define TW_CONCAT(a, b) TW_CONCAT_(a, b)
 

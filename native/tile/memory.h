@@ -15,6 +15,7 @@ template <typename S, typename T, int D>
 TW_FUNC T* tile_address(const array_t<T, D>& a, T* base, const int64_t (&offset)[D], int e) {
     static_assert(S::ndim <= D, "a tile cannot have more dimensions than its array");
     int64_t byte = 0;
+    TW_UNROLL
     for (int d = 0; d < D; ++d) {
         const int k = d - (D - S::ndim);  // tile dimension of array dimension d
         const int64_t i = offset[d] + (k >= 0 ? (e / S::stride(k)) % S::extent(k) : 0);
@@ -26,6 +27,7 @@ TW_FUNC T* tile_address(const array_t<T, D>& a, T* base, const int64_t (&offset)
 template <int D, typename... I> TW_FUNC void offsets(int64_t (&o)[D], I... i) {
     static_assert(sizeof...(I) == D, "one offset per array dimension");
     const int64_t v[D] = {(int64_t)i...};
+    TW_UNROLL
     for (int d = 0; d < D; ++d) o[d] = v[d];
 }
 }  // namespace detail

@@ -25,8 +25,8 @@ template <typename T> TW_FUNC T shfl_down(const T& v, int delta) {
 #endif
 }  // namespace detail
 
-// Combine `v` (meaningful where `valid`) over the block's lanes; every lane gets the result.
-// Returns false when no lane had a value.
+// Combine `v` (meaningful where `valid`) over the block's lanes. The result is lane 0's `v` (the
+// lane that owns a one-element result tile); returns, in lane 0, false when no lane had a value.
 template <int BD, typename T, typename Op> TW_FUNC bool block_reduce(bool valid, T& v, const Op& op) {
 #if TW_IS_CUDA
     __shared__ __align__(16) unsigned char raw[32 * sizeof(T)];
@@ -34,52 +34,61 @@ template <int BD, typename T, typename Op> TW_FUNC bool block_reduce(bool valid,
     T* part = (T*)raw;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     constexpr int warps = (BD + 31) / 32;
-    __syncthreads();  // an earlier reduction may still be reading the scratch
+    __syncthreads();  // an earlier reduction's lane 0 may still be reading the scratch
     if (BD % 32 == 0) {
+        TW_UNROLL
         for (int d = 16; d > 0; d >>= 1) {
             const T o = detail::shfl_down(v, d);
             const bool ov = __shfl_down_sync(0xffffffffu, valid, d) != 0;
             if (ov) v = valid ? op(v, o) : o, valid = true;
         }
+        if (warps == 1) return valid;
         if (lane == 0) {
             if (valid) part[warp] = v;
             any[warp] = valid;
         }
         __syncthreads();
-        if (threadIdx.x == 0) {
-            bool ok = false;
-            T acc = T();
-            for (int w = 0; w < warps; ++w)
-                if (any[w]) acc = ok ? op(acc, part[w]) : part[w], ok = true;
-            part[0] = acc;
-            any[0] = ok;
-        }
-    } else {  // block sizes that are not whole warps: lane 0 combines every lane in order
-        T* all = (T*)raw;  // too small for BD > 32: go through the lanes in rounds of 32
-        bool ok = false;
-        T acc = T();
-        for (int base = 0; base < BD; base += 32) {
-            if (threadIdx.x >= base && threadIdx.x < base + 32) {
-                all[threadIdx.x - base] = v;
-                any[threadIdx.x - base] = valid;
-            }
-            __syncthreads();
-            if (threadIdx.x == 0)
-                for (int l = 0; l < 32 && base + l < BD; ++l)
-                    if (any[l]) acc = ok ? op(acc, all[l]) : all[l], ok = true;
-            __syncthreads();
-        }
-        if (threadIdx.x == 0) {
-            part[0] = acc;
-            any[0] = ok;
-        }
+        if (threadIdx.x == 0)
+            for (int w = 1; w < warps; ++w)
+                if (any[w]) v = valid ? op(v, part[w]) : part[w], valid = true;
+        return valid;
     }
-    __syncthreads();
-    v = part[0];
-    return any[0] != 0;
+    // block sizes that are not whole warps: lane 0 combines every lane, 32 at a time
+    T* all = (T*)raw;
+    bool ok = false;
+    T acc = T();
+    for (int base = 0; base < BD; base += 32) {
+        if (threadIdx.x >= base && threadIdx.x < base + 32) {
+            all[threadIdx.x - base] = v;
+            any[threadIdx.x - base] = valid;
+        }
+        __syncthreads();
+        if (threadIdx.x == 0)
+            for (int l = 0; l < 32 && base + l < BD; ++l)
+                if (any[l]) acc = ok ? op(acc, all[l]) : all[l], ok = true;
+        __syncthreads();
+    }
+    v = acc;
+    return ok;
 #else
     return valid;
 #endif
+}
+
+// Element 0 of a tile, in every lane (a one-element register tile lives in lane 0 only).
+template <typename X> TW_FUNC typename X::value_type first_element(const X& t) {
+    typedef typename X::value_type T;
+#if TW_IS_CUDA
+    if (!X::shared) {
+        __shared__ __align__(16) unsigned char raw[sizeof(T)];
+        __syncthreads();
+        if (threadIdx.x == 0) *(T*)raw = t.at(0, 0);
+        __syncthreads();
+        return *(T*)raw;
+    }
+#endif
+    block_sync();
+    return t.at(0, 0);
 }
 
 // The elements a lane owns, combined; false when it owns none.
@@ -114,8 +123,7 @@ template <typename D, typename X> TW_FUNC void tile_max(D& out, const X& t) { ti
 
 // the sum's adjoint reaches every element
 template <typename X, typename D> TW_FUNC void adj_tile_sum(X& adj_t, const D& adj_out) {
-    block_sync();
-    const typename X::value_type g = adj_out.at(0, 0);  // reduction results are shared tiles
+    const typename X::value_type g = first_element(adj_out);
     TW_FOR_OWNED(X::size, X::block_dim, r, e) adj_t.at(r, e) = add(adj_t.at(r, e), g);
     block_sync();
 }
@@ -151,8 +159,7 @@ template <typename D, typename X> TW_FUNC void tile_argmax(D& out, const X& t) {
 
 // min / max: the gradient goes to every element equal to the result (as atomic_min/max do)
 template <typename X, typename D> TW_FUNC void adj_tile_select(const X& t, const D& out, X& adj_t, const D& adj_out) {
-    block_sync();
-    const typename X::value_type m = out.at(0, 0), g = adj_out.at(0, 0);
+    const typename X::value_type m = first_element(out), g = first_element(adj_out);
     TW_FOR_OWNED(X::size, X::block_dim, r, e) if (t.at(r, e) == m) adj_t.at(r, e) = add(adj_t.at(r, e), g);
     block_sync();
 }

@@ -26,7 +26,10 @@ template <int D0, int D1 = 0, int D2 = 0, int D3 = 0> struct shape_t {
 
 #if TW_IS_CUDA
 #define TW_TILE_REGS(N, BD) (((N) + (BD) - 1) / (BD))
-#define TW_FOR_OWNED(N, BD, r, e) for (int r = 0, e = (int)threadIdx.x; e < (N); ++r, e += (BD))
+// a constant trip count, unrolled: every load of the slots is issued before the first use
+#define TW_FOR_OWNED(N, BD, r, e)                                              \
+    TW_UNROLL for (int r = 0, e = (int)threadIdx.x; r < TW_TILE_REGS(N, BD); ++r, e += (BD)) \
+        if ((N) % (BD) == 0 || e < (N))
 TW_FUNC void block_sync() { __syncthreads(); }
 TW_FUNC int lane_index() { return (int)threadIdx.x; }
 #else

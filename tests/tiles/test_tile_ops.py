@@ -184,13 +184,11 @@ def test_lanes_write_tile_elements(device, rng):
 
 def test_atomic_add_returns_old_values(device, rng):
     a = rng.normal(size=40).astype(np.float32)
-    ours = launch(TW, "atomics", (2,), [a, np.zeros(30, np.float32), np.zeros(40, np.float32)], device)
-    want = np.zeros(30, np.float32)
-    want[0:20] += a[:20]
-    olds = want[7:27].copy()
-    want[7:27] += a[20:]
+    acc = rng.normal(size=30).astype(np.float32)  # block 1's tile starts at 20 and runs past the end
+    ours = launch(TW, "atomics", (2,), [a, acc, np.zeros(40, np.float32)], device)
+    want = acc + a[:30]
     np.testing.assert_allclose(ours[1], want, rtol=1e-6)
-    np.testing.assert_allclose(ours[2], np.concatenate([np.zeros(20, np.float32), olds]), rtol=1e-6)
+    np.testing.assert_allclose(ours[2], np.concatenate([acc, np.zeros(10, np.float32)]), rtol=1e-6)
 
 
 def test_construction(device):

@@ -160,7 +160,7 @@ def elements(a: wp.array(dtype=float), hist: wp.array(dtype=float), got: wp.arra
 def atomics(a: wp.array(dtype=float), acc: wp.array(dtype=float), old: wp.array(dtype=float)):
     i = wp.tid()
     t = wp.tile_load(a, shape=20, offset=i * 20)
-    o = wp.tile_atomic_add(acc, t, offset=i % 2 * 7)
+    o = wp.tile_atomic_add(acc, t, offset=i * 20)
     wp.tile_store(old, o, offset=i * 20)
 
 

@@ -42,6 +42,8 @@ def choose(fn: ir.Function) -> set:
         positions = SHARED_ARGS.get(name, ())
         if name in AXIS_SHARED and op.template and op.template[-1] is not None:
             positions = (0,)
+            if s.dst is not None:
+                shared.add(id(s.dst))
         for k in positions:
             if k < len(op.args) and T.is_tile(op.args[k].type):
                 shared.add(id(op.args[k]))

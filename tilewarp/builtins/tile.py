@@ -303,7 +303,8 @@ def _user_reduce(args, template):
 
 def _user_reduce_cpp(a, template):
     op, axis = template
-    fn = f"[&](const auto& x, const auto& y) {{ return {op.cpp(['x', 'y'])}; }}"
+    t = op.result._cpp_  # typed: NVRTC 13.0 takes generic lambdas in device code for host functions
+    fn = f"[&](const {t}& x, const {t}& y) {{ return {op.cpp(['x', 'y'])}; }}"
     if axis is None:
         return f"tw::tile_reduce({a[0]}, {a[1]}, {fn})"
     return f"tw::tile_reduce_axis<{axis}>({a[0]}, {a[1]}, {fn})"
@@ -614,8 +615,10 @@ SHARED_ARGS.update({"tile_sort": (0, 1), "tile_broadcast": (0,), "tile_transpose
                     "tile_assign": (0,),
                     "tile_extract": (0,), "tile_matmul": (0, 1, 2), **{n: (0,) for n in _SCAN_OPS},
                     **{f"_tile_element_{op}": (0,) for op in ("set", "add", "sub", "and", "or", "xor")}})
-SHARED_RESULT.update({"tile_sum", "tile_min", "tile_max", "tile_argmin", "tile_argmax", "tile_reduce",
-                      "tile_matmul", "tile_view", "tile_transpose", *_SCAN_OPS})
+SHARED_RESULT.update({"tile_matmul", "tile_view", "tile_transpose", *_SCAN_OPS})
+#: whole-tile reductions (one element, held by lane 0 when in registers) that become shared when
+#: reduced along an axis (every lane owns part of the result and reads whole rows)
+AXIS_RESULT_SHARED = {"tile_sum", "tile_min", "tile_max", "tile_reduce"}
 ELEMENT.update({"tile_extract", *(f"_tile_element_{op}" for op in ("set", "add", "sub", "and", "or", "xor"))})
 VARYING_ARGS.update({"tile": (0,)})
 #: axis reductions read whole rows: their operand is shared
