@@ -27,6 +27,14 @@ class CompiledKernel:
     block: object = None  # emit.block.BlockShape of a kernel that uses tiles (None: a SIMT kernel)
     shared_bytes: int = 0  # the block's planned shared memory (block/storage.py)
 
+    def launch_dims(self, size: int, block_dim: int) -> tuple:
+        """``(tasks, threads per block)`` to hand the backend: a CUDA tile kernel runs its blocks of
+        ``block_dim`` lanes on ``block.threads`` threads (the grid is still one per block)."""
+        b = self.block
+        if b is None or self.device.kind != "cuda" or b.threads == b.block_dim:
+            return size, block_dim
+        return -(-size // (b.block_dim // b.threads)), b.threads
+
 
 def log(message: str) -> None:
     if not config.quiet:

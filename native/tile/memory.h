@@ -47,7 +47,7 @@ TW_FUNC void tile_store(const array_t<T, D>& a, const X& t, I... i) {
     int64_t o[D];
     detail::offsets(o, i...);
     block_sync();  // the tile may have been written by other lanes just before
-    TW_FOR_OWNED(X::size, X::block_dim, r, e) {
+    TW_FOR_OWNED(X::size, X::threads, r, e) {
         T* p = detail::tile_address<typename X::shape>(a, a.data, o, e);
         if (p) *p = t.at(r, e);
     }
@@ -89,7 +89,7 @@ TW_FUNC void adj_tile_load(const array_t<T, D>& adj, const X& adj_out, I... i) {
     int64_t o[D];
     detail::offsets(o, i...);
     block_sync();
-    TW_FOR_OWNED(X::size, X::block_dim, r, e) {
+    TW_FOR_OWNED(X::size, X::threads, r, e) {
         T* p = detail::tile_address<typename X::shape>(adj, adj.data, o, e);
         if (p) detail::atomic_accum(p, adj_out.at(r, e));
     }
@@ -101,7 +101,7 @@ TW_FUNC void adj_tile_store(const array_t<T, D>& adj, X& adj_t, I... i) {
     int64_t o[D];
     detail::offsets(o, i...);
     block_sync();
-    TW_FOR_OWNED(X::size, X::block_dim, r, e) {
+    TW_FOR_OWNED(X::size, X::threads, r, e) {
         const T* p = detail::tile_address<typename X::shape>(adj, adj.data, o, e);
         if (p) adj_t.at(r, e) = add(adj_t.at(r, e), *p);
     }

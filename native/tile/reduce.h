@@ -25,17 +25,17 @@ template <typename T> TW_FUNC T shfl_down(const T& v, int delta) {
 #endif
 }  // namespace detail
 
-// Combine `v` (meaningful where `valid`) over the block's lanes. The result is lane 0's `v` (the
+// Combine `v` (meaningful where `valid`) over the block's P threads. The result is lane 0's `v` (the
 // lane that owns a one-element result tile); returns, in lane 0, false when no lane had a value.
-template <int BD, typename T, typename Op> TW_FUNC bool block_reduce(bool valid, T& v, const Op& op) {
+template <int P, typename T, typename Op> TW_FUNC bool block_reduce(bool valid, T& v, const Op& op) {
 #if TW_IS_CUDA
     __shared__ __align__(16) unsigned char raw[32 * sizeof(T)];
     __shared__ int any[32];
     T* part = (T*)raw;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    constexpr int warps = (BD + 31) / 32;
+    constexpr int warps = (P + 31) / 32;
     __syncthreads();  // an earlier reduction's lane 0 may still be reading the scratch
-    if (BD % 32 == 0) {
+    if (P % 32 == 0) {
         TW_UNROLL
         for (int d = 16; d > 0; d >>= 1) {
             const T o = detail::shfl_down(v, d);
@@ -57,14 +57,14 @@ template <int BD, typename T, typename Op> TW_FUNC bool block_reduce(bool valid,
     T* all = (T*)raw;
     bool ok = false;
     T acc = T();
-    for (int base = 0; base < BD; base += 32) {
+    for (int base = 0; base < P; base += 32) {
         if (threadIdx.x >= base && threadIdx.x < base + 32) {
             all[threadIdx.x - base] = v;
             any[threadIdx.x - base] = valid;
         }
         __syncthreads();
         if (threadIdx.x == 0)
-            for (int l = 0; l < 32 && base + l < BD; ++l)
+            for (int l = 0; l < 32 && base + l < P; ++l)
                 if (any[l]) acc = ok ? op(acc, all[l]) : all[l], ok = true;
         __syncthreads();
     }
@@ -94,7 +94,7 @@ template <typename X> TW_FUNC typename X::value_type first_element(const X& t) {
 // The elements a lane owns, combined; false when it owns none.
 template <typename X, typename Op> TW_FUNC bool owned_reduce(const X& t, typename X::value_type& v, const Op& op) {
     bool valid = false;
-    TW_FOR_OWNED(X::size, X::block_dim, r, e) {
+    TW_FOR_OWNED(X::size, X::threads, r, e) {
         v = valid ? op(v, t.at(r, e)) : t.at(r, e);
         valid = true;
     }
@@ -104,7 +104,7 @@ template <typename X, typename Op> TW_FUNC bool owned_reduce(const X& t, typenam
 template <typename D, typename X, typename Op> TW_FUNC void tile_reduce(D& out, const X& t, const Op& op) {
     typename X::value_type v = typename X::value_type();
     bool valid = owned_reduce(t, v, op);
-    block_reduce<X::block_dim>(valid, v, op);
+    block_reduce<X::threads>(valid, v, op);
     tile_fill_with(out, [&](int, int) { return v; });
 }
 
@@ -124,7 +124,7 @@ template <typename D, typename X> TW_FUNC void tile_max(D& out, const X& t) { ti
 // the sum's adjoint reaches every element
 template <typename X, typename D> TW_FUNC void adj_tile_sum(X& adj_t, const D& adj_out) {
     const typename X::value_type g = first_element(adj_out);
-    TW_FOR_OWNED(X::size, X::block_dim, r, e) adj_t.at(r, e) = add(adj_t.at(r, e), g);
+    TW_FOR_OWNED(X::size, X::threads, r, e) adj_t.at(r, e) = add(adj_t.at(r, e), g);
     block_sync();
 }
 
@@ -146,12 +146,12 @@ template <bool Max, typename D, typename X> TW_FUNC void tile_arg(D& out, const 
     typedef typename X::value_type T;
     arg_t<T> v{T(), 0};
     bool valid = false;
-    TW_FOR_OWNED(X::size, X::block_dim, r, e) {
+    TW_FOR_OWNED(X::size, X::threads, r, e) {
         const arg_t<T> a{t.at(r, e), e};
         v = valid ? op_arg<Max>()(v, a) : a;
         valid = true;
     }
-    block_reduce<X::block_dim>(valid, v, op_arg<Max>());
+    block_reduce<X::threads>(valid, v, op_arg<Max>());
     tile_fill_with(out, [&](int, int) { return v.index; });
 }
 template <typename D, typename X> TW_FUNC void tile_argmin(D& out, const X& t) { tile_arg<false>(out, t); }
@@ -160,7 +160,7 @@ template <typename D, typename X> TW_FUNC void tile_argmax(D& out, const X& t) {
 // min / max: the gradient goes to every element equal to the result (as atomic_min/max do)
 template <typename X, typename D> TW_FUNC void adj_tile_select(const X& t, const D& out, X& adj_t, const D& adj_out) {
     const typename X::value_type m = first_element(out), g = first_element(adj_out);
-    TW_FOR_OWNED(X::size, X::block_dim, r, e) if (t.at(r, e) == m) adj_t.at(r, e) = add(adj_t.at(r, e), g);
+    TW_FOR_OWNED(X::size, X::threads, r, e) if (t.at(r, e) == m) adj_t.at(r, e) = add(adj_t.at(r, e), g);
     block_sync();
 }
 
@@ -169,7 +169,7 @@ template <typename X, typename D> TW_FUNC void adj_tile_select(const X& t, const
 template <int Axis, typename X, typename D> TW_FUNC void adj_tile_select_axis(const X& t, const D& out, X& adj_t, const D& adj_out) {
     typedef typename X::shape S;
     constexpr int n = S::extent(Axis), step = S::stride(Axis);
-    tile_for<X::size, X::block_dim>([&](int r, int e) {
+    tile_for<X::size, X::threads>([&](int r, int e) {
         const int o = (e / (n * step)) * step + e % step;
         if (t.at(r, e) == out.at(o, o)) adj_t.at(r, e) = add(adj_t.at(r, e), adj_out.at(o, o));
     });
@@ -190,7 +190,7 @@ template <int Axis, typename D, typename X, typename Op> TW_FUNC void tile_reduc
 template <int Axis, typename X, typename D> TW_FUNC void adj_tile_sum_axis(X& adj_t, const D& adj_out) {
     typedef typename X::shape S;
     constexpr int n = S::extent(Axis), step = S::stride(Axis);
-    tile_for<X::size, X::block_dim>([&](int r, int e) {
+    tile_for<X::size, X::threads>([&](int r, int e) {
         const int o = (e / (n * step)) * step + e % step;
         adj_t.at(r, e) = add(adj_t.at(r, e), adj_out.at(o, o));
     });
@@ -201,7 +201,7 @@ template <int Axis, typename X, typename D> TW_FUNC void adj_tile_sum_axis(X& ad
 template <bool Inclusive, typename D, typename X, typename Op>
 TW_FUNC void tile_scan(D& out, const X& t, const Op& op) {
     typedef typename X::value_type T;
-    constexpr int N = X::size, BD = X::block_dim;
+    constexpr int N = X::size, BD = X::threads;
 #if TW_IS_CUDA
     constexpr int chunk = (N + BD - 1) / BD;
     __shared__ __align__(16) unsigned char raw[BD * sizeof(T)];
@@ -244,7 +244,7 @@ TW_FUNC void tile_scan(D& out, const X& t, const Op& op) {
 template <bool Inclusive, typename X, typename D> TW_FUNC void adj_tile_scan_sum(X& adj_t, const D& adj_out) {
     constexpr int N = X::size;
     block_sync();
-    TW_FOR_OWNED(N, X::block_dim, r, e) {
+    TW_FOR_OWNED(N, X::threads, r, e) {
         typename X::value_type g = typename X::value_type();
         for (int j = Inclusive ? e : e + 1; j < N; ++j) g = add(g, adj_out.at(j, j));
         adj_t.at(r, e) = add(adj_t.at(r, e), g);
@@ -259,7 +259,7 @@ template <typename K, typename V> TW_FUNC void tile_sort(K& keys, V& values) {
     block_sync();
     for (int round = 0; round < N; ++round) {
         const int first = round & 1;
-        for (int p = first + 2 * lane_index(); p + 1 < N; p += 2 * (TW_IS_CUDA ? K::block_dim : 1)) {
+        for (int p = first + 2 * lane_index(); p + 1 < N; p += 2 * K::threads) {
             auto& a = keys.at(p, p);
             auto& b = keys.at(p + 1, p + 1);
             if (b < a) {

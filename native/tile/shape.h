@@ -59,7 +59,7 @@ template <typename D, typename X> TW_FUNC void tile_broadcast(D& out, const X& t
     });
 }
 template <typename X, typename D> TW_FUNC void adj_tile_broadcast(X& adj_t, const D& adj_out) {
-    tile_for<D::size, D::block_dim>([&](int r, int e) {
+    tile_for<D::size, D::threads>([&](int r, int e) {
         const int s = broadcast_source<D, X>(e);
         detail::atomic_accum(&adj_t.at(s, s), adj_out.at(r, e));
     });
@@ -85,20 +85,20 @@ TW_FUNC void adj_tile_matmul(const A& a, const B& b, A& adj_a, B& adj_b, C& adj_
     constexpr int M = A::shape::extent(0), K = A::shape::extent(1), N = B::shape::extent(1);
     typedef typename D::value_type T;
     block_sync();
-    TW_FOR_OWNED(M * K, A::block_dim, r, e) {  // adj_a += alpha * adj_out @ b^T
+    TW_FOR_OWNED(M * K, A::threads, r, e) {  // adj_a += alpha * adj_out @ b^T
         const int i = e / K, k = e % K;
         T acc = T();
         for (int j = 0; j < N; ++j) acc = add(acc, mul(adj_out.at(i * N + j, i * N + j), b.at(k * N + j, k * N + j)));
         adj_a.at(r, e) = add(adj_a.at(r, e), mul(cast<T>(alpha), acc));
     }
-    TW_FOR_OWNED(K * N, B::block_dim, r, e) {  // adj_b += alpha * a^T @ adj_out
+    TW_FOR_OWNED(K * N, B::threads, r, e) {  // adj_b += alpha * a^T @ adj_out
         const int k = e / N, j = e % N;
         T acc = T();
         for (int i = 0; i < M; ++i) acc = add(acc, mul(a.at(i * K + k, i * K + k), adj_out.at(i * N + j, i * N + j)));
         adj_b.at(r, e) = add(adj_b.at(r, e), mul(cast<T>(alpha), acc));
     }
     if (beta != S(0))
-        TW_FOR_OWNED(M * N, C::block_dim, r, e) adj_c.at(r, e) = add(adj_c.at(r, e), mul(cast<T>(beta), adj_out.at(r, e)));
+        TW_FOR_OWNED(M * N, C::threads, r, e) adj_c.at(r, e) = add(adj_c.at(r, e), mul(cast<T>(beta), adj_out.at(r, e)));
     block_sync();
 }
 }  // namespace tw

@@ -1,11 +1,12 @@
 // Tiles: block-wide arrays that the threads (lanes) of one block build and use together.
 //
-// A register tile `rtile<T, S, BD>` spreads its elements over the block's lanes: on CUDA lane t
-// holds elements t, t + BD, t + 2 BD, ... in `data[0], data[1], ...`; on the CPU the block's
-// tile code runs once for all lanes (docs/ARCHITECTURE.md, "Tiles"), so `data` holds every
-// element. A shared tile `stile<T, S, BD>` points into the block's shared memory, planned by the
-// compiler (tilewarp/block/storage.py). Every op walks the elements a lane *owns* (TW_FOR_OWNED:
-// the register distribution, for both storages), so one body serves both targets and both storages.
+// A block of BD lanes runs on P threads, each thread running C = BD / P lanes (native/tile/block.h):
+// on the CPU P = 1, on CUDA P = BD or, for kernels heavy in per-lane loads, a fraction of it.
+// A register tile `rtile<T, S, P>` spreads its elements over the threads: thread t holds elements
+// t, t + P, t + 2 P, ... in `data[0], data[1], ...` (on the CPU, every element). Lane l = t + c P
+// of thread t is element l of a tile made by tile(x). A shared tile `stile<T, S, P>` points into the
+// block's shared memory, planned by the compiler (tilewarp/block/storage.py). Every op walks the
+// elements a thread *owns* (TW_FOR_OWNED), so one body serves both targets and both storages.
 #pragma once
 #include "../core/target.h"
 #include "../core/vec.h"
@@ -24,27 +25,26 @@ template <int D0, int D1 = 0, int D2 = 0, int D3 = 0> struct shape_t {
     }
 };
 
+#define TW_TILE_REGS(N, P) (((N) + (P) - 1) / (P))
+// the elements thread lane_index() owns: a constant trip count, unrolled on CUDA so that every
+// load of the slots is issued before the first use
+#define TW_FOR_OWNED(N, P, r, e)                                                               \
+    TW_UNROLL for (int r = 0, e = lane_index(); r < TW_TILE_REGS(N, P); ++r, e += (P))      \
+        if ((N) % (P) == 0 || e < (N))
 #if TW_IS_CUDA
-#define TW_TILE_REGS(N, BD) (((N) + (BD) - 1) / (BD))
-// a constant trip count, unrolled: every load of the slots is issued before the first use
-#define TW_FOR_OWNED(N, BD, r, e)                                              \
-    TW_UNROLL for (int r = 0, e = (int)threadIdx.x; r < TW_TILE_REGS(N, BD); ++r, e += (BD)) \
-        if ((N) % (BD) == 0 || e < (N))
 TW_FUNC void block_sync() { __syncthreads(); }
 TW_FUNC int lane_index() { return (int)threadIdx.x; }
 #else
-#define TW_TILE_REGS(N, BD) (N)
-#define TW_FOR_OWNED(N, BD, r, e) for (int r = 0, e = 0; e < (N); ++r, ++e)
 TW_FUNC void block_sync() {}
 TW_FUNC int lane_index() { return 0; }
 #endif
 
-template <typename T, typename S, int BD> struct rtile {
+template <typename T, typename S, int P> struct rtile {
     typedef T value_type;
     typedef S shape;
-    static constexpr int size = S::size, block_dim = BD;
+    static constexpr int size = S::size, threads = P;
     static constexpr bool shared = false;
-    T data[TW_TILE_REGS(S::size, BD)];
+    T data[TW_TILE_REGS(S::size, P)];
     TW_FUNC T& at(int r, int) { return data[r]; }
     TW_FUNC const T& at(int r, int) const { return data[r]; }
 };
@@ -68,11 +68,11 @@ template <typename S> struct layout<S, contiguous_t> {
     TW_FUNC static constexpr int stride(int k) { return S::stride(k); }
 };
 
-template <typename T, typename S, int BD, typename L = contiguous_t> struct stile {
+template <typename T, typename S, int P, typename L = contiguous_t> struct stile {
     typedef T value_type;
     typedef S shape;
     typedef layout<S, L> place;
-    static constexpr int size = S::size, block_dim = BD;
+    static constexpr int size = S::size, threads = P;
     static constexpr bool shared = true;
     T* data;
     TW_FUNC T& at(int, int e) { return data[place::offset(e)]; }
@@ -85,8 +85,8 @@ template <typename X> struct remove_cvref<X&> { typedef X type; };
 template <typename X> struct remove_cvref<const X> { typedef X type; };
 template <typename X> struct remove_cvref<const X&> { typedef X type; };
 template <typename X> struct is_tile { static constexpr bool value = false; };
-template <typename T, typename S, int BD> struct is_tile<rtile<T, S, BD>> { static constexpr bool value = true; };
-template <typename T, typename S, int BD, typename L> struct is_tile<stile<T, S, BD, L>> {
+template <typename T, typename S, int P> struct is_tile<rtile<T, S, P>> { static constexpr bool value = true; };
+template <typename T, typename S, int P, typename L> struct is_tile<stile<T, S, P, L>> {
     static constexpr bool value = true;
 };
 }  // namespace detail
@@ -114,14 +114,14 @@ template <typename X> TW_FUNC void end_write(const X&) {
 // out[e] = f(r, e) for the elements this lane owns.
 template <typename D, typename F> TW_FUNC void tile_fill_with(D& out, const F& f) {
     begin_write(out);
-    TW_FOR_OWNED(D::size, D::block_dim, r, e) out.at(r, e) = f(r, e);
+    TW_FOR_OWNED(D::size, D::threads, r, e) out.at(r, e) = f(r, e);
     end_write(out);
 }
 // f(r, e) for the elements of an N-element tile this lane owns (adjoints of element-wise ops);
 // the syncs make the adjoint tiles it updates visible to every lane.
-template <int N, int BD, typename F> TW_FUNC void tile_for(const F& f) {
+template <int N, int P, typename F> TW_FUNC void tile_for(const F& f) {
     block_sync();
-    TW_FOR_OWNED(N, BD, r, e) f(r, e);
+    TW_FOR_OWNED(N, P, r, e) f(r, e);
     block_sync();
 }
 
@@ -137,41 +137,30 @@ template <typename D, typename V> TW_FUNC void tile_arange(D& out, V start, V st
     typedef typename D::value_type T;
     tile_fill_with(out, [&](int, int e) { return cast<T>(start + step * (V)e); });
 }
-// tile(x): every lane contributes its own x (on the CPU the block's lane values arrive as one array)
+// tile(x): a value the same in every lane fills the tile; per-lane values (C per thread) give lane
+// l = t + c P element l, slot c of thread t
 template <typename D> TW_FUNC void tile_from(D& out, const typename D::value_type& x) {
     tile_fill_with(out, [&](int, int) { return x; });
 }
-template <typename D> TW_FUNC void tile_from(D& out, const typename D::value_type (&lanes)[D::block_dim]) {
-    tile_fill_with(out, [&](int, int e) { return lanes[e]; });
+template <typename D, int C> TW_FUNC void tile_from(D& out, const typename D::value_type (&lanes)[C]) {
+    tile_fill_with(out, [&](int r, int) { return lanes[r]; });
 }
-// tile(v) of a vector or matrix without preserve_type: shape (components, BD), component c of
-// lane t at element c * BD + t
+// tile(v) of a vector or matrix without preserve_type: shape (components, BD), component k of
+// lane l at element k * BD + l, which thread t holds in slot k * C + c
 template <typename D, typename V> TW_FUNC void tile_from_split(D& out, const V& x) {
-    constexpr int BD = D::block_dim;
-    tile_fill_with(out, [&](int, int e) { return detail::flat(x)[e / BD]; });
+    tile_fill_with(out, [&](int r, int e) { return detail::flat(x)[e / (D::size / (int)(sizeof(V) / sizeof(typename D::value_type)))]; });
 }
-template <typename D, typename V> TW_FUNC void tile_from_split(D& out, const V (&lanes)[D::block_dim]) {
-    constexpr int BD = D::block_dim;
-    tile_fill_with(out, [&](int, int e) { return detail::flat(lanes[e % BD])[e / BD]; });
+template <typename D, typename V, int C> TW_FUNC void tile_from_split(D& out, const V (&lanes)[C]) {
+    tile_fill_with(out, [&](int r, int) { return detail::flat(lanes[r % C])[r / C]; });
 }
-// untile(t): lane t receives element t (or the components c * BD + t)
-template <typename X> TW_FUNC void untile(typename X::value_type& out, const X& t) {
-    out = t.at(0, lane_index());
+// untile(t): each of the thread's lanes receives its element (or its components)
+template <typename X, int C> TW_FUNC void untile(typename X::value_type (&out)[C], const X& t) {
+    for (int c = 0; c < C; ++c) out[c] = t.at(c, lane_index() + c * X::threads);
 }
-template <typename X> TW_FUNC void untile(typename X::value_type (&out)[X::block_dim], const X& t) {
-    for (int l = 0; l < X::block_dim; ++l) out[l] = t.at(l, l);
-}
-template <typename V, typename X> TW_FUNC void untile_split(V& out, const X& t) {
-    constexpr int BD = X::block_dim;
-    const int l = lane_index();
-    for (int c = 0; c < (int)(sizeof(V) / sizeof(typename X::value_type)); ++c)
-        detail::flat(out)[c] = t.at(c, c * BD + l);
-}
-template <typename V, typename X> TW_FUNC void untile_split(V (&out)[X::block_dim], const X& t) {
-    constexpr int BD = X::block_dim;
-    for (int l = 0; l < BD; ++l)
-        for (int c = 0; c < (int)(sizeof(V) / sizeof(typename X::value_type)); ++c)
-            detail::flat(out[l])[c] = t.at(c * BD + l, c * BD + l);
+template <typename V, typename X, int C> TW_FUNC void untile_split(V (&out)[C], const X& t) {
+    constexpr int K = (int)(sizeof(V) / sizeof(typename X::value_type)), BD = X::size / K;
+    for (int c = 0; c < C; ++c)
+        for (int k = 0; k < K; ++k) detail::flat(out[c])[k] = t.at(k * C + c, k * BD + lane_index() + c * X::threads);
 }
 
 // ---- copies between tiles of one size (carried values, reshape, squeeze, astype) -------------
@@ -202,7 +191,7 @@ template <typename D, typename X, typename... I> TW_FUNC void tile_assign_at(D& 
     typedef typename X::shape S;
     const int64_t off[D::shape::ndim] = {(int64_t)o...};
     block_sync();
-    TW_FOR_OWNED(X::size, X::block_dim, r, e) {
+    TW_FOR_OWNED(X::size, X::threads, r, e) {
         int p = 0;
         for (int k = 0; k < S::ndim; ++k) p += (int)(off[k] + (e / S::stride(k)) % S::extent(k)) * D::place::stride(k);
         dst.data[p] = cast<typename D::value_type>(src.at(r, e));
@@ -214,7 +203,7 @@ template <typename D, typename X, typename... I> TW_FUNC void adj_tile_assign_at
     typedef typename X::shape S;
     const int64_t off[D::shape::ndim] = {(int64_t)o...};
     block_sync();
-    TW_FOR_OWNED(X::size, X::block_dim, r, e) {
+    TW_FOR_OWNED(X::size, X::threads, r, e) {
         int p = 0;
         for (int k = 0; k < S::ndim; ++k) p += (int)(off[k] + (e / S::stride(k)) % S::extent(k)) * D::place::stride(k);
         adj_src.at(r, e) = add(adj_src.at(r, e), cast<typename X::value_type>(adj_dst.data[p]));
@@ -233,54 +222,51 @@ TW_FUNC void adj_elem(X& adj, int, int, const X& g) {
     adj = add(adj, g);
 }
 template <typename D, typename V> TW_FUNC void adj_tile_full(V& adj_value, const D& adj_out) {
-    TW_FOR_OWNED(D::size, D::block_dim, r, e) adj_value = add(adj_value, cast<V>(adj_out.at(r, e)));
+    TW_FOR_OWNED(D::size, D::threads, r, e) adj_value = add(adj_value, cast<V>(adj_out.at(r, e)));
 }
 template <typename D> TW_FUNC void adj_tile_from(typename D::value_type& adj_x, const D& adj_out) {
-    TW_FOR_OWNED(D::size, D::block_dim, r, e) adj_x = add(adj_x, adj_out.at(r, e));
+    TW_FOR_OWNED(D::size, D::threads, r, e) adj_x = add(adj_x, adj_out.at(r, e));
 }
-template <typename D> TW_FUNC void adj_tile_from(typename D::value_type (&adj_x)[D::block_dim], const D& adj_out) {
-    for (int l = 0; l < D::block_dim; ++l) adj_x[l] = add(adj_x[l], adj_out.at(l, l));
+template <typename D, int C> TW_FUNC void adj_tile_from(typename D::value_type (&adj_x)[C], const D& adj_out) {
+    block_sync();
+    for (int c = 0; c < C; ++c) adj_x[c] = add(adj_x[c], adj_out.at(c, lane_index() + c * D::threads));
 }
 template <typename D, typename V> TW_FUNC void adj_tile_from_split(V& adj_x, const D& adj_out) {
-    constexpr int BD = D::block_dim;
-    TW_FOR_OWNED(D::size, BD, r, e) detail::flat(adj_x)[e / BD] += adj_out.at(r, e);
+    constexpr int K = (int)(sizeof(V) / sizeof(typename D::value_type)), BD = D::size / K;
+    TW_FOR_OWNED(D::size, D::threads, r, e) detail::flat(adj_x)[e / BD] += adj_out.at(r, e);
 }
-template <typename D, typename V> TW_FUNC void adj_tile_from_split(V (&adj_x)[D::block_dim], const D& adj_out) {
-    constexpr int BD = D::block_dim;
-    for (int e = 0; e < D::size; ++e) detail::flat(adj_x[e % BD])[e / BD] += adj_out.at(e, e);
-}
-template <typename X> TW_FUNC void adj_untile(X& adj_t, const typename X::value_type& adj_out) {
+template <typename D, typename V, int C> TW_FUNC void adj_tile_from_split(V (&adj_x)[C], const D& adj_out) {
+    constexpr int K = (int)(sizeof(V) / sizeof(typename D::value_type)), BD = D::size / K;
     block_sync();
-    adj_t.at(0, lane_index()) = add(adj_t.at(0, lane_index()), adj_out);
-    block_sync();
+    for (int c = 0; c < C; ++c)
+        for (int k = 0; k < K; ++k)
+            detail::flat(adj_x[c])[k] += adj_out.at(k * C + c, k * BD + lane_index() + c * D::threads);
 }
-template <typename X> TW_FUNC void adj_untile(X& adj_t, const typename X::value_type (&adj_out)[X::block_dim]) {
-    for (int l = 0; l < X::block_dim; ++l) adj_t.at(l, l) = add(adj_t.at(l, l), adj_out[l]);
-}
-template <typename X, typename V> TW_FUNC void adj_untile_split(X& adj_t, const V& adj_out) {
-    constexpr int BD = X::block_dim;
+template <typename X, int C> TW_FUNC void adj_untile(X& adj_t, const typename X::value_type (&adj_out)[C]) {
     block_sync();
-    const int l = lane_index();
-    for (int c = 0; c < (int)(sizeof(V) / sizeof(typename X::value_type)); ++c)
-        adj_t.at(c, c * BD + l) += detail::flat(adj_out)[c];
+    for (int c = 0; c < C; ++c) {
+        auto& g = adj_t.at(c, lane_index() + c * X::threads);
+        g = add(g, adj_out[c]);
+    }
     block_sync();
 }
-template <typename X, typename V> TW_FUNC void adj_untile_split(X& adj_t, const V (&adj_out)[X::block_dim]) {
-    constexpr int BD = X::block_dim;
-    for (int l = 0; l < BD; ++l)
-        for (int c = 0; c < (int)(sizeof(V) / sizeof(typename X::value_type)); ++c)
-            adj_t.at(c * BD + l, c * BD + l) += detail::flat(adj_out[l])[c];
+template <typename X, typename V, int C> TW_FUNC void adj_untile_split(X& adj_t, const V (&adj_out)[C]) {
+    constexpr int K = (int)(sizeof(V) / sizeof(typename X::value_type)), BD = X::size / K;
+    block_sync();
+    for (int c = 0; c < C; ++c)
+        for (int k = 0; k < K; ++k) adj_t.at(k * C + c, k * BD + lane_index() + c * X::threads) += detail::flat(adj_out[c])[k];
+    block_sync();
 }
 template <typename X, typename D> TW_FUNC void adj_tile_copy(X& adj_src, const D& adj_out) {
-    tile_for<D::size, D::block_dim>([&](int r, int e) {
+    tile_for<D::size, D::threads>([&](int r, int e) {
         adj_src.at(r, e) = add(adj_src.at(r, e), cast<typename X::value_type>(adj_out.at(r, e)));
     });
 }
 // the adjoint of a tile that is overwritten (or goes out of scope in the reverse pass) starts at zero
 template <typename D> TW_FUNC void adj_tile_clear(D& adj) { tile_zero(adj); }
 // tile adjoints accumulate element by element (copies of tiles in the reverse pass)
-template <typename T, typename S, int BD> TW_FUNC void adj_accum(rtile<T, S, BD>& adj, const rtile<T, S, BD>& g) {
-    TW_FOR_OWNED(S::size, BD, r, e) adj.at(r, e) = add(adj.at(r, e), g.at(r, e));
+template <typename T, typename S, int P> TW_FUNC void adj_accum(rtile<T, S, P>& adj, const rtile<T, S, P>& g) {
+    TW_FOR_OWNED(S::size, P, r, e) adj.at(r, e) = add(adj.at(r, e), g.at(r, e));
 }
 template <typename D, typename X, detail::enable_if_t<detail::is_tile<D>::value, int> = 0>
 TW_FUNC void adj_accum(D& adj, const X& g) { adj_tile_copy(adj, g); }

@@ -238,7 +238,7 @@ def _adj_map(a, adj, adj_ret, template):
     body = op.adjoint(_elems(args), grads, f"tw::elem({adj_ret}, r, e)")
     scatter = " ".join(f"tw::adj_elem({g}, r, e, g{k});" for k, g in enumerate(adj[1:])
                        if g is not None and g != "tw::adj_discard")
-    return (f"tw::tile_for<tw::tile_size<decltype({dst})>(), tw_block_dim>({_block(a)} {{ {decls} {body}; "
+    return (f"tw::tile_for<tw::tile_size<decltype({dst})>(), tw_threads>({_block(a)} {{ {decls} {body}; "
             f"{scatter} }})")
 
 

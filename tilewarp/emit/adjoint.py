@@ -344,7 +344,9 @@ def emit_backward_module(kernel: ir.Function, backward: ir.Function, block=None)
         block = BlockShape(256)
     out = ['#include "tilewarp.h"', "", "namespace {", ""]
     if block is not None:
-        out += [f"constexpr int tw_block_dim = {block.block_dim};", ""]
+        from .block import constants
+
+        out += constants(block)
     plan = backward_plan(kernel)  # callees' forward (or replay) functions and adjoints
     callees = plan.functions
     out += structs.definitions([*callees, kernel])
@@ -364,7 +366,9 @@ def emit_backward_module(kernel: ir.Function, backward: ir.Function, block=None)
 
     printer = BlockAdjointPrinter(prepare(kernel), block)
     out += printer.kernel(args, body, kernel.param_names)
-    return "\n".join(out + ["}  // namespace", "", f"TW_BLOCK_KERNEL_ENTRY({entry}, {block.block_dim})", "",
+    from .block import entry as block_entry
+
+    return "\n".join(out + ["}  // namespace", "", block_entry(entry, block), "",
                             f"// tilewarp: shared memory {printer.bytes} bytes", ""])
 
 

@@ -21,34 +21,52 @@ from . import names
 
 @dataclass(frozen=True)
 class BlockShape:
-    """What a kernel that uses tiles is compiled for: lanes per block, and which ``wp.tid()``
-    components are the same in every lane of a block (``(k, n)`` of ``tid<k, n>``)."""
+    """What a kernel that uses tiles is compiled for: lanes per block, which ``wp.tid()``
+    components are the same in every lane of a block (``(k, n)`` of ``tid<k, n>``), and how many
+    CUDA threads run a block (each runs ``block_dim // cuda_threads`` lanes; the CPU runs a block on
+    one thread)."""
 
     block_dim: int
     uniform_tids: frozenset = frozenset()
+    cuda_threads: int = 0  # 0: one per lane
+
+    @property
+    def threads(self) -> int:
+        return self.cuda_threads or self.block_dim
+
+
+def constants(block: BlockShape) -> list:
+    """The per-kernel constants of native/tile/block.h."""
+    return [f"constexpr int tw_block_dim = {block.block_dim};",
+            f"constexpr int tw_threads = TW_IS_CUDA ? {block.threads} : 1;",
+            "constexpr int tw_lanes = tw_block_dim / tw_threads;", ""]
+
+
+def entry(name: str, block: BlockShape) -> str:
+    return f"TW_BLOCK_KERNEL_ENTRY({name}, {block.block_dim}, tw_threads)"
 
 
 def shape_cpp(shape) -> str:
     return f"tw::shape_t<{', '.join(map(str, shape))}>"
 
 
-def tile_cpp(t, shared: bool, block_dim: int, strides=None) -> str:
+def tile_cpp(t, shared: bool, strides=None) -> str:
     kind = "stile" if shared else "rtile"
     layout = f", tw::strides_t<{', '.join(map(str, strides))}>" if strides is not None else ""
-    return f"tw::{kind}<{t.dtype._cpp_}, {shape_cpp(t.shape)}, {block_dim}{layout}>"
+    return f"tw::{kind}<{t.dtype._cpp_}, {shape_cpp(t.shape)}, tw_threads{layout}>"
 
 
-def declare(v, name: str, lanes: Lanes, storage: Storage, block_dim: int, offset_base: int = 0) -> str:
+def declare(v, name: str, lanes: Lanes, storage: Storage, offset_base: int = 0) -> str:
     """The declaration of value ``v`` named ``name`` in a block body."""
     t = v.type
     if T.is_tile(t):
         shared = id(v) in storage.shared
         if id(v) in storage.views:  # points into another tile's memory (tw::tile_alias)
-            return f"{tile_cpp(t, True, block_dim, storage.views[id(v)])} {name}{{}};"
+            return f"{tile_cpp(t, True, storage.views[id(v)])} {name}{{}};"
         if shared:
             off = storage.offsets[id(v)] + offset_base
-            return f"{tile_cpp(t, True, block_dim)} {name}{{({t.dtype._cpp_}*)(tw_smem + {off})}};"
-        return f"{tile_cpp(t, False, block_dim)} {name}{{}};"
+            return f"{tile_cpp(t, True)} {name}{{({t.dtype._cpp_}*)(tw_smem + {off})}};"
+        return f"{tile_cpp(t, False)} {name}{{}};"
     if id(v) in lanes.varying:
         return f"TW_VARYING({name}, {t._cpp_});"
     return f"{t._cpp_} {name}{{}};"

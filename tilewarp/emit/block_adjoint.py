@@ -61,13 +61,12 @@ class BlockAdjointPrinter(LaneGrouping, AdjointPrinter):
     # ---- declarations and the kernel ------------------------------------------------------------
 
     def declarations(self, params=()):
-        bd = self.shape.block_dim
         for v in self.prep.values:
-            self.line(declare(v, names.raw(v), self.lanes, self.storage, bd))
+            self.line(declare(v, names.raw(v), self.lanes, self.storage))
         for v in self.prep.values:
             if T.is_tile(v.type) and not carries_gradient(v.type):
                 continue
-            self.line(declare(v, "adj_" + names.raw(v), self.lanes, self.adj_storage, bd))
+            self.line(declare(v, "adj_" + names.raw(v), self.lanes, self.adj_storage))
         for s in ir.walk(self.prep.body):
             if isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and s.op.builtin.storage is not None:
                 raise AutodiffError("wp.zeros() local arrays have no gradient yet: the backward pass cannot "

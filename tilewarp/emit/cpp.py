@@ -11,6 +11,8 @@ from ..builtins.array import LOCATED, emit_located
 from ..ir import nodes as ir
 from . import names
 from .block import LaneGrouping, block_analysis, declare, into_expression, prologue
+from .block import constants as block_constants
+from .block import entry as block_entry
 
 
 def emit_module(kernel: ir.Function, sites=None, block=None) -> str:
@@ -29,7 +31,7 @@ def emit_module(kernel: ir.Function, sites=None, block=None) -> str:
         block = None
     out = ['#include "tilewarp.h"', "", "namespace {", ""]
     if block is not None:
-        out += [f"constexpr int tw_block_dim = {block.block_dim};", ""]
+        out += block_constants(block)
     plan = forward_plan(kernel)  # the callees, and the adjoints wp.grad(f) calls
     out += structs.definitions([*plan.functions, kernel])  # @wp.struct types, each after those it contains
     if plan.adjoints:
@@ -42,7 +44,7 @@ def emit_module(kernel: ir.Function, sites=None, block=None) -> str:
     entry = f"{names.kernel_entry(kernel.symbol)}, {names.args_struct(kernel.symbol)}, {names.body(kernel.symbol)}"
     out += ["}  // namespace", ""]
     if block is not None:
-        out += [f"TW_BLOCK_KERNEL_ENTRY({entry}, {block.block_dim})", "",
+        out += [block_entry(entry, block), "",
                 f"// tilewarp: shared memory {printer.storage.bytes} bytes", ""]
     else:
         out += [f"TW_KERNEL_ENTRY({entry})", ""]
@@ -123,7 +125,7 @@ class _Printer(LaneGrouping):
     def declarations(self):
         for v in self.fn.values:
             if self.block_shape is not None:
-                self.line(declare(v, names.value(v), self.lanes, self.storage, self.block_shape.block_dim))
+                self.line(declare(v, names.value(v), self.lanes, self.storage))
             else:
                 self.line(f"{cpp_type(v.type)} {names.value(v)}{{}};")
         for s in ir.walk(self.fn.body):  # buffers of wp.zeros local arrays, one per call site

@@ -172,7 +172,7 @@ def checked_launch(compiled, args, size: int, block_dim: int, values) -> None:
     checks = compiled.checks
     if checks is not None:
         checks.before()
-    compiled.device.backend.launch(compiled.handle, ctypes.addressof(args), size, block_dim)
+    compiled.device.backend.launch(compiled.handle, ctypes.addressof(args), *compiled.launch_dims(size, block_dim))
     if checks is not None:
         checks.after()
     if config.verify_fp:

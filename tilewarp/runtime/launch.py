@@ -195,7 +195,8 @@ class Launch:
                 checked_launch(self.compiled, self.args, self.size, self.block_dim, self.values)
                 return
             backend = self.compiled.device.backend
-            backend.launch(self.compiled.handle, ctypes.addressof(self.args), self.size, self.block_dim)
+            backend.launch(self.compiled.handle, ctypes.addressof(self.args),
+                           *self.compiled.launch_dims(self.size, self.block_dim))
 
 
 def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), device=None, stream=None,
@@ -246,7 +247,7 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     if submit is None:
         submit = compiled.submit = device.backend.launcher(compiled.handle)
     if size:
-        submit(args, size, block_dim)
+        submit(args, *compiled.launch_dims(size, block_dim))
     if generic is False and compiled.launcher is not False and compiled.block is None:  # the next launch can go native
         native_launch.remember(kernel, compiled)
     return None
@@ -319,7 +320,7 @@ def launch_adjoint(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device
     bounds = packer.bounds(dim)
     args = packer.pack([*values, *grads], device, bounds)
     if bounds.size:
-        device.backend.launch(compiled.handle, ctypes.addressof(args), bounds.size, block_dim)
+        device.backend.launch(compiled.handle, ctypes.addressof(args), *compiled.launch_dims(bounds.size, block_dim))
 
 
 def _padded(given, n, what):

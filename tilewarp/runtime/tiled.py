@@ -8,6 +8,8 @@ index of ``wp.launch_tiled`` (its last dimension is the lanes) or the row of a
 """
 from __future__ import annotations
 
+import os
+
 from .. import config
 from ..errors import LaunchError
 
@@ -52,10 +54,26 @@ def block_shape(kernel, dim, block_dim: int):
                 tail *= d
             if tail % block_dim == 0:
                 uniform.add((k, n))
-        shape = BlockShape(block_dim, frozenset(uniform))
+        shape = BlockShape(block_dim, frozenset(uniform), cuda_threads(kernel.ir_for(block_dim), block_dim, uniform))
         if len(memo) < 64:
             memo[(dim, block_dim)] = shape
     return shape
+
+
+def cuda_threads(fn, block_dim: int, uniform: set) -> int:
+    """CUDA threads per block: one per lane, or a quarter (half) of that when each lane reads memory
+    itself (a per-lane wp.tid()): each thread then runs 4 (2) lanes, whose loads are in flight
+    together ($TILEWARP_LANES_PER_THREAD overrides the count)."""
+    from ..ir import nodes as ir
+
+    per_lane = any(t not in uniform for t in _tid_calls(fn))
+    reads = any(isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and s.op.builtin.name == "load"
+                for s in ir.walk(fn.body))
+    lanes = min(4, block_dim // 64) if per_lane and reads and block_dim % 64 == 0 else 1
+    lanes = int(os.environ.get("TILEWARP_LANES_PER_THREAD", lanes) or 1)
+    while lanes > 1 and block_dim % lanes:
+        lanes -= 1
+    return block_dim // max(lanes, 1)
 
 
 def _tid_calls(fn) -> set:
