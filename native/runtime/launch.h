@@ -17,6 +17,16 @@ struct launch_bounds_t {
 // Launch dimensions beyond N (wp.launch_tiled's lane dimension, say) are folded away, as in Warp.
 template <int K, int N>
 TW_FUNC int32_t tid(const launch_bounds_t& b, int64_t task) {
+    if (b.size <= 0x7fffffff) {  // 32-bit division: several times cheaper on a GPU than 64-bit
+        uint32_t t = (uint32_t)task;
+        if (b.ndim > N) {
+            uint32_t folded = 1;
+            for (int d = N; d < 4; ++d) folded *= (uint32_t)b.shape[d];
+            t /= folded;
+        }
+        for (int d = N - 1; d > K; --d) t /= (uint32_t)b.shape[d];
+        return (int32_t)(K == 0 ? t : t % (uint32_t)b.shape[K]);
+    }
     int64_t t = task;
     if (b.ndim > N) {  // the shape is padded with 1s: fold every dimension from N on
         int64_t folded = 1;
@@ -28,7 +38,9 @@ TW_FUNC int32_t tid(const launch_bounds_t& b, int64_t task) {
 }
 // A lone wp.tid(): the first coordinate of however many dimensions the launch has (as in Warp).
 TW_FUNC int32_t tid_first(const launch_bounds_t& b, int64_t task) {
-    return (int32_t)(b.ndim == 1 ? task : task / (b.size / b.shape[0]));
+    if (b.ndim == 1) return (int32_t)task;
+    if (b.size <= 0x7fffffff) return (int32_t)((uint32_t)task / (uint32_t)(b.size / b.shape[0]));
+    return (int32_t)(task / (b.size / b.shape[0]));
 }
 TW_FUNC int32_t tid_linear(int64_t task) { return (int32_t)task; }
 }  // namespace tw

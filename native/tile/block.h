@@ -15,11 +15,14 @@
 #define TW_LANE0(NAME) NAME[0]  // a per-lane operand of a tile op: the thread's first lane's
 
 #if TW_IS_CUDA
+// A block whose lanes all lie inside the launch (all but the last) skips the per-lane guard, so the
+// unrolled lanes' loads can all be in flight together.
 #define TW_LANES_BEGIN                                                                       \
     {                                                                                        \
+        const bool tw_full = tw_base + tw_block_dim <= args.bounds.size;                     \
         TW_UNROLL for (int tw_c = 0; tw_c < tw_lanes; ++tw_c) {                              \
             const int64_t task = tw_base + (int64_t)threadIdx.x + (int64_t)tw_c * tw_threads; \
-            if (task < args.bounds.size) {
+            if (tw_full || task < args.bounds.size) {
 #define TW_LANES_END \
     }                \
     }                \

@@ -365,7 +365,8 @@ def emit_backward_module(kernel: ir.Function, backward: ir.Function, block=None)
     from .block_adjoint import BlockAdjointPrinter
 
     printer = BlockAdjointPrinter(prepare(kernel), block)
-    out += printer.kernel(args, body, kernel.param_names)
+    with names.block_kernel(block.lane_tids):
+        out += printer.kernel(args, body, kernel.param_names)
     from .block import entry as block_entry
 
     return "\n".join(out + ["}  // namespace", "", block_entry(entry, block), "",

@@ -29,6 +29,9 @@ class BlockShape:
     block_dim: int
     uniform_tids: frozenset = frozenset()
     cuda_threads: int = 0  # 0: one per lane
+    # tid components that are their value at the block's first lane plus the lane's index (the
+    # innermost launch dimension, a whole number of blocks wide): no division per lane
+    lane_tids: frozenset = frozenset()
 
     @property
     def threads(self) -> int:
@@ -72,11 +75,15 @@ def declare(v, name: str, lanes: Lanes, storage: Storage, offset_base: int = 0) 
     return f"{t._cpp_} {name}{{}};"
 
 
-def prologue(smem_bytes: int) -> list:
-    return [f"TW_BLOCK_SMEM({smem_bytes});",
-            "const int64_t tw_base = block * tw_block_dim;",
-            "const int64_t task = tw_base;  // lane 0's: what a uniform wp.tid() reads",
-            "(void)task;"]
+def prologue(smem_bytes: int, block: BlockShape) -> list:
+    lines = [f"TW_BLOCK_SMEM({smem_bytes});",
+             "const int64_t tw_base = block * tw_block_dim;",
+             "const int64_t task = tw_base;  // lane 0's: what a uniform wp.tid() reads",
+             "(void)task;"]
+    for k, n in sorted(block.lane_tids):
+        first = "tw::tid_first(args.bounds, tw_base)" if n == 1 else f"tw::tid<{k}, {n}>(args.bounds, tw_base)"
+        lines.append(f"const int32_t tw_tid_{k}_{n} = {first};")
+    return lines
 
 
 def block_args(op, lanes: Lanes, ref) -> list:

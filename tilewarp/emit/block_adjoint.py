@@ -98,7 +98,7 @@ class BlockAdjointPrinter(LaneGrouping, AdjointPrinter):
         f = self.prep.fn
         self.lines.append(f"// backward of kernel {f.name}")
         self.lines.append(f"TW_FORCEINLINE TW_FUNC void {body_name}(const {args_struct}& args, int64_t block) {{")
-        for text in prologue(self.bytes):
+        for text in prologue(self.bytes, self.shape):
             self.line(text)
         for p, name in zip(f.params, param_names):
             self.line(f"{p.type._cpp_} {names.value(p)} = args.{names.field(name)};")

@@ -40,7 +40,8 @@ def emit_module(kernel: ir.Function, sites=None, block=None) -> str:
         out += struct_accumulators([*plan.functions, kernel])
     out += definitions(plan, sites)
     printer = _Printer(kernel, sites, block)
-    out += printer.kernel()
+    with names.block_kernel(block.lane_tids if block is not None else frozenset()):
+        out += printer.kernel()
     entry = f"{names.kernel_entry(kernel.symbol)}, {names.args_struct(kernel.symbol)}, {names.body(kernel.symbol)}"
     out += ["}  // namespace", ""]
     if block is not None:
@@ -156,7 +157,7 @@ class _Printer(LaneGrouping):
         index = "block" if self.block_shape is not None else "task"
         self.lines.append(f"TW_FORCEINLINE TW_FUNC void {names.body(f.symbol)}(const {args}& args, int64_t {index}) {{")
         if self.block_shape is not None:
-            for text in prologue(self.storage.bytes):
+            for text in prologue(self.storage.bytes, self.block_shape):
                 self.line(text)
         for p, name in zip(f.params, f.param_names):
             self.line(f"{cpp_type(p.type)} {names.value(p)} = args.{names.field(name)};")

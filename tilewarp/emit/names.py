@@ -26,6 +26,22 @@ def adjoint(v) -> str:
     return f"TW_L({name})" if varying and id(v) in varying else name
 
 
+def lane_tids() -> frozenset:
+    """``(k, n)`` of the tid components the block being printed computes as first lane + lane index."""
+    return getattr(_lanes, "tids", frozenset())
+
+
+@contextlib.contextmanager
+def block_kernel(tids):
+    """While a block kernel is printed: its lane-offset tid components (``emit.block.BlockShape``)."""
+    saved = getattr(_lanes, "tids", frozenset())
+    _lanes.tids = tids
+    try:
+        yield
+    finally:
+        _lanes.tids = saved
+
+
 @contextlib.contextmanager
 def lane_section(varying_ids):
     """Names printed meanwhile refer to one lane's entry of the per-lane values (block/lanes.py)."""

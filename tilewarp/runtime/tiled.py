@@ -47,14 +47,17 @@ def block_shape(kernel, dim, block_dim: int):
     if shape is None:
         b = launch_bounds(dim, 0)
         dims = list(b.shape[:b.ndim])
-        uniform = set()
+        uniform, lane = set(), set()
         for k, n in _tid_calls(kernel.ir_for(block_dim)):
             tail = 1
             for d in dims[k + 1:]:
                 tail *= d
             if tail % block_dim == 0:
                 uniform.add((k, n))
-        shape = BlockShape(block_dim, frozenset(uniform), cuda_threads(kernel.ir_for(block_dim), block_dim, uniform))
+            elif tail == 1 and dims[k] % block_dim == 0:  # the innermost dimension, whole blocks wide
+                lane.add((k, n))
+        shape = BlockShape(block_dim, frozenset(uniform), cuda_threads(kernel.ir_for(block_dim), block_dim, uniform),
+                           frozenset(lane))
         if len(memo) < 64:
             memo[(dim, block_dim)] = shape
     return shape
