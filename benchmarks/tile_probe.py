@@ -37,6 +37,14 @@ def simt(a: wp.array2d(dtype=wp.float64), result: wp.array(dtype=wp.float64)):
         result[0] = v
 
 @wp.kernel
+def empty(a: wp.array2d(dtype=wp.float64), result: wp.array(dtype=wp.float64)):
+    i, j = wp.tid()
+    t = wp.tile(1.0)
+    s = wp.tile_sum(t)
+    if s[0] < 0.0:
+        result[0] = 1.0
+
+@wp.kernel
 def flat1d(a: wp.array(dtype=wp.float64), result: wp.array(dtype=wp.float64)):
     i = wp.tid()
     v = a[i] * a[i]
@@ -58,8 +66,10 @@ def t(fn, it=50):
         for _ in range(it): fn()
         wp.synchronize(); ts.append((time.perf_counter() - t0) / it)
     return statistics.median(ts) * 1e3
-for bd in (256, 128, 512):
-    for name in ("full", "no_atomic", "no_reduce", "simt"):
+for mb in (0, 132 * 8, 132 * 32, 132 * 128):
+    print(f"max_blocks {mb} full {t(lambda: wp.launch(k.full, (n, n), inputs=[a, r], block_dim=256, max_blocks=mb)):.4f} ms")
+for bd in (256, 512):
+    for name in ("full", "empty"):
         kern = getattr(k, name)
         print(f"bd {bd} {name:10s} {t(lambda: wp.launch(kern, (n, n), inputs=[a, r], block_dim=bd)):.4f} ms")
     print(f"bd {bd} flat1d     {t(lambda: wp.launch(k.flat1d, n * n, inputs=[a1, r], block_dim=bd)):.4f} ms")

@@ -27,13 +27,17 @@ class CompiledKernel:
     block: object = None  # emit.block.BlockShape of a kernel that uses tiles (None: a SIMT kernel)
     shared_bytes: int = 0  # the block's planned shared memory (block/storage.py)
 
-    def launch_dims(self, size: int, block_dim: int) -> tuple:
+    def launch_dims(self, size: int, block_dim: int, max_blocks: int = 0) -> tuple:
         """``(tasks, threads per block)`` to hand the backend: a CUDA tile kernel runs its blocks of
-        ``block_dim`` lanes on ``block.threads`` threads (the grid is still one per block)."""
+        ``block_dim`` lanes on ``block.threads`` threads (the grid is still one per block); with
+        ``max_blocks`` (Warp's launch argument) the CUDA grid has at most that many blocks, whose
+        threads stride over the rest."""
         b = self.block
-        if b is None or self.device.kind != "cuda" or b.threads == b.block_dim:
-            return size, block_dim
-        return -(-size // (b.block_dim // b.threads)), b.threads
+        if b is not None and self.device.kind == "cuda" and b.threads != b.block_dim:
+            size, block_dim = -(-size // (b.block_dim // b.threads)), b.threads
+        if max_blocks and max_blocks > 0 and self.device.kind == "cuda":
+            size = min(size, max_blocks * block_dim)
+        return size, block_dim
 
 
 def log(message: str) -> None:

@@ -14,19 +14,35 @@
 #define TW_L(NAME) NAME[tw_c]
 #define TW_LANE0(NAME) NAME[0]  // a per-lane operand of a tile op: the thread's first lane's
 
+// A lane section is printed twice: for a block whose lanes all lie inside the launch (all but the
+// last block) without any guard, so the unrolled lanes' loads can all be in flight together (and
+// the CPU's lane loop has a constant trip count to vectorise), then guarded, for the last block.
 #if TW_IS_CUDA
-// A block whose lanes all lie inside the launch (all but the last) skips the per-lane guard, so the
-// unrolled lanes' loads can all be in flight together.
-#define TW_LANES_BEGIN                                                                       \
-    {                                                                                        \
-        const bool tw_full = tw_base + tw_block_dim <= args.bounds.size;                     \
-        TW_UNROLL for (int tw_c = 0; tw_c < tw_lanes; ++tw_c) {                              \
-            const int64_t task = tw_base + (int64_t)threadIdx.x + (int64_t)tw_c * tw_threads; \
-            if (tw_full || task < args.bounds.size) {
+#define TW_LANE_TASK (tw_base + (int64_t)threadIdx.x + (int64_t)tw_c * tw_threads)
+#define TW_LANE_LOOP TW_UNROLL for (int tw_c = 0; tw_c < tw_lanes; ++tw_c)
+#else
+#define TW_LANE_TASK (tw_base + tw_c)
+#define TW_LANE_LOOP for (int tw_c = 0; tw_c < tw_lanes; ++tw_c)
+#endif
+#define TW_LANES_BEGIN                                           \
+    if (tw_base + tw_block_dim <= args.bounds.size) {            \
+        TW_LANE_LOOP {                                           \
+            const int64_t task = TW_LANE_TASK;                   \
+            {
+#define TW_LANES_PARTIAL                                         \
+    }                                                            \
+    }                                                            \
+    }                                                            \
+    else {                                                       \
+        TW_LANE_LOOP {                                           \
+            const int64_t task = TW_LANE_TASK;                   \
+            if (task < args.bounds.size) {
 #define TW_LANES_END \
     }                \
     }                \
     }
+
+#if TW_IS_CUDA
 #define TW_ONCE_BEGIN if (threadIdx.x == 0) {
 #define TW_ONCE_END }
 // Shared memory of the block: the planned tiles live at fixed offsets of one dynamic allocation.
@@ -38,17 +54,6 @@
             BODY(args, block);                                                                \
     }
 #else
-#define TW_LANES_BEGIN                                                                    \
-    {                                                                                     \
-        const int tw_n = args.bounds.size - tw_base < (int64_t)tw_lanes                    \
-                             ? (int)(args.bounds.size - tw_base) : tw_lanes;              \
-        for (int tw_c = 0; tw_c < tw_n; ++tw_c) {                                         \
-            const int64_t task = tw_base + tw_c;                                          \
-            {
-#define TW_LANES_END \
-    }                \
-    }                \
-    }
 #define TW_ONCE_BEGIN {
 #define TW_ONCE_END }
 #define TW_BLOCK_SMEM(BYTES) alignas(16) unsigned char tw_smem[(BYTES) > 0 ? (BYTES) : 16]

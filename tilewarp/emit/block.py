@@ -147,14 +147,15 @@ class LaneGrouping:
                     raise KernelSyntaxError("return inside per-lane code of a kernel that uses tiles is not "
                                             "supported (every lane must reach the tile operations): use if/else",
                                             x.loc)
-        self.line("TW_LANES_BEGIN")
-        self.depth += 1
         self.in_lanes = True
         with names.lane_section(self.lanes.varying):
-            for s in group:
-                emit_one(s)
+            for mark in ("TW_LANES_BEGIN", "TW_LANES_PARTIAL"):  # full blocks, then the last one
+                self.line(mark)
+                self.depth += 1
+                for s in group:
+                    emit_one(s)
+                self.depth -= 1
         self.in_lanes = False
-        self.depth -= 1
         self.line("TW_LANES_END")
         if any(_writes_elements(x) for x in group):
             self.line("tw::block_sync();  // lanes wrote tile elements")

@@ -204,7 +204,7 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     """Run ``kernel`` over ``dim`` threads (Warp's signature and defaults; ``_tracked``: internal,
     the Tape bookkeeping is done by the caller)."""
     fast = native_launch.fast  # the native hot path: True when it launched, False when it did nothing
-    native_ok = stream is None and not (adjoint or record_cmd) and (_tracked or not tape_state.tracking)
+    native_ok = stream is None and not (adjoint or record_cmd or max_blocks) and (_tracked or not tape_state.tracking)
     if fast is not None and native_ok and fast(kernel, dim, inputs, outputs, device, block_dim):
         return None
     if adjoint:
@@ -247,7 +247,7 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     if submit is None:
         submit = compiled.submit = device.backend.launcher(compiled.handle)
     if size:
-        submit(args, *compiled.launch_dims(size, block_dim))
+        submit(args, *compiled.launch_dims(size, block_dim, max_blocks))
     if generic is False and compiled.launcher is not False and compiled.block is None:  # the next launch can go native
         native_launch.remember(kernel, compiled)
     return None

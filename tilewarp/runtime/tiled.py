@@ -64,15 +64,16 @@ def block_shape(kernel, dim, block_dim: int):
 
 
 def cuda_threads(fn, block_dim: int, uniform: set) -> int:
-    """CUDA threads per block: one per lane, or a quarter (half) of that when each lane reads memory
-    itself (a per-lane wp.tid()): each thread then runs 4 (2) lanes, whose loads are in flight
-    together ($TILEWARP_LANES_PER_THREAD overrides the count)."""
+    """CUDA threads per block: one per lane, or half of that when each lane reads memory itself (a
+    per-lane wp.tid()) in blocks of 128 lanes or more: each thread then runs 2 lanes, whose loads are
+    in flight together. Measured on an H100 (benchmarks/RESULTS.md): 2 lanes per thread beat 1, 4
+    and 8 for the tile sum of squares ($TILEWARP_LANES_PER_THREAD overrides the count)."""
     from ..ir import nodes as ir
 
     per_lane = any(t not in uniform for t in _tid_calls(fn))
     reads = any(isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and s.op.builtin.name == "load"
                 for s in ir.walk(fn.body))
-    lanes = min(4, block_dim // 64) if per_lane and reads and block_dim % 64 == 0 else 1
+    lanes = 2 if per_lane and reads and block_dim >= 128 and block_dim % 64 == 0 else 1
     lanes = int(os.environ.get("TILEWARP_LANES_PER_THREAD", lanes) or 1)
     while lanes > 1 and block_dim % lanes:
         lanes -= 1
