@@ -38,7 +38,7 @@ from .tape import Tape  # noqa: E402,F401
 from .autodiff.custom import adjoint, func_grad, func_replay, grad  # noqa: E402,F401
 from . import autograd  # noqa: E402,F401
 from .types import (  # noqa: E402,F401
-    constant, float16, float32, float64, half, int8, int16, int32, int64, mat22, mat22d, mat33, mat33d, mat44,
+    bfloat16, constant, float16, float32, float64, half, int8, int16, int32, int64, mat22, mat22d, mat33, mat33d, mat44,
     mat44d, matrix, uint8, uint16, uint32, uint64, vec2, vec2d, vec2h, vec2i, vec3, vec3d, vec3h, vec3i, vec4,
     vec4d, vec4h, vec4i, vector)
 from .types import bool_ as bool  # noqa: E402,F401

@@ -71,6 +71,17 @@ float32 = _scalar("float32", ctypes.c_float, "float32", "float", "float")
 float64 = _scalar("float64", ctypes.c_double, "float64", "double", "float")
 
 half = float16
+
+
+class bfloat16:
+    """Warp's bfloat16 (8-bit exponent, 7-bit mantissa). Named so that scripts mentioning it load;
+    tilewarp has no bfloat16 arithmetic yet, so using it as a kernel or array type is an error."""
+
+    @staticmethod
+    def __tw_annotation__():
+        raise TypeError("bfloat16 is not supported by tilewarp yet (use float16 or float32)")
+
+
 scalar_types = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64)
 int_types = tuple(t for t in scalar_types if t._kind_ in ("int", "uint"))
 float_types = (float16, float32, float64)

@@ -108,3 +108,96 @@ TW_FUNC void adj_tile_store(const array_t<T, D>& adj, X& adj_t, I... i) {
     block_sync();
 }
 }  // namespace tw
+
+// ---- indexed loads and stores: along `Axis`, tile index c reads array index offset + indices[c]
+// (indices: a 1-d shared int tile); out-of-bounds coordinates on either side read zero / are skipped
+namespace tw {
+namespace detail {
+template <typename S, int Axis, typename T, int D, typename I>
+TW_FUNC T* tile_address_indexed(const array_t<T, D>& a, T* base, const int64_t (&offset)[D], int e, const I& indices) {
+    int64_t byte = 0;
+    TW_UNROLL
+    for (int d = 0; d < D; ++d) {
+        const int k = d - (D - S::ndim);
+        int64_t c = k >= 0 ? (e / S::stride(k)) % S::extent(k) : 0;
+        if (k == Axis) c = indices.at((int)c, (int)c);
+        const int64_t i = offset[d] + c;
+        if (i < 0 || i >= a.shape[d]) return nullptr;
+        byte += i * a.strides[d];
+    }
+    return (T*)(byte_ptr(base) + byte);
+}
+}  // namespace detail
+
+template <int Axis, typename X, typename I, typename T, int D, typename... O>
+TW_FUNC void tile_load_indexed(X& out, const array_t<T, D>& a, const I& indices, O... o) {
+    int64_t off[D];
+    detail::offsets(off, o...);
+    block_sync();
+    tile_fill_with(out, [&](int, int e) {
+        const T* p = detail::tile_address_indexed<typename X::shape, Axis>(a, a.data, off, e, indices);
+        return p ? *p : T();
+    });
+}
+template <int Axis, typename X, typename I, typename T, int D, typename... O>
+TW_FUNC void tile_store_indexed(const array_t<T, D>& a, const I& indices, const X& t, O... o) {
+    int64_t off[D];
+    detail::offsets(off, o...);
+    block_sync();
+    TW_FOR_OWNED(X::size, X::threads, r, e) {
+        T* p = detail::tile_address_indexed<typename X::shape, Axis>(a, a.data, off, e, indices);
+        if (p) *p = t.at(r, e);
+    }
+}
+template <int Axis, typename D0, typename X, typename I, typename T, int D, typename... O>
+TW_FUNC void tile_atomic_add_indexed(D0& old, const array_t<T, D>& a, const I& indices, const X& t, O... o) {
+    int64_t off[D];
+    detail::offsets(off, o...);
+    block_sync();
+    tile_fill_with(old, [&](int r, int e) {
+        T* p = detail::tile_address_indexed<typename X::shape, Axis>(a, a.data, off, e, indices);
+        return p ? atomic_add(p, t.at(r, e)) : T();
+    });
+}
+template <int Axis, typename X, typename I, typename T, int D, typename... O>
+TW_FUNC void adj_tile_load_indexed(const array_t<T, D>& adj, const I& indices, const X& adj_out, O... o) {
+    if (!adj.data) return;
+    int64_t off[D];
+    detail::offsets(off, o...);
+    block_sync();
+    TW_FOR_OWNED(X::size, X::threads, r, e) {
+        T* p = detail::tile_address_indexed<typename X::shape, Axis>(adj, adj.data, off, e, indices);
+        if (p) detail::atomic_accum(p, adj_out.at(r, e));
+    }
+}
+template <int Axis, typename X, typename I, typename T, int D, typename... O>
+TW_FUNC void adj_tile_store_indexed(const array_t<T, D>& adj, const I& indices, X& adj_t, O... o) {
+    if (!adj.data) return;
+    int64_t off[D];
+    detail::offsets(off, o...);
+    block_sync();
+    TW_FOR_OWNED(X::size, X::threads, r, e) {
+        const T* p = detail::tile_address_indexed<typename X::shape, Axis>(adj, adj.data, off, e, indices);
+        if (p) adj_t.at(r, e) = add(adj_t.at(r, e), *p);
+    }
+    block_sync();
+}
+
+// tile_from_thread: every element is `value` as lane `lane` has it
+template <typename D> TW_FUNC void tile_from_lane(D& out, const typename D::value_type& value, int) {
+    tile_fill_with(out, [&](int, int) { return value; });
+}
+template <typename D, int C> TW_FUNC void tile_from_lane(D& out, const typename D::value_type (&lanes)[C], int lane) {
+    typedef typename D::value_type T;
+#if TW_IS_CUDA
+    __shared__ __align__(16) unsigned char raw[sizeof(T)];
+    __syncthreads();
+    if (lane_index() == lane % D::threads) *(T*)raw = lanes[lane / D::threads];
+    __syncthreads();
+    const T v = *(T*)raw;
+#else
+    const T v = lanes[lane];
+#endif
+    tile_fill_with(out, [&](int, int) { return v; });
+}
+}  // namespace tw

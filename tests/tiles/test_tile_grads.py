@@ -114,6 +114,18 @@ def g_matmul(a: wp.array2d(dtype=wp.float64), b: wp.array2d(dtype=wp.float64), c
 
 
 @wp.kernel
+def g_fused_indexed(a: wp.array2d(dtype=wp.float64), idx: wp.array(dtype=int), out: wp.array2d(dtype=wp.float64),
+                    acc: wp.array2d(dtype=wp.float64), dots: wp.array(dtype=wp.float64)):
+    rows = wp.tile_load(idx, shape=3, storage="shared")
+    g = wp.tile_load_indexed(a, indices=rows, shape=(3, 4), offset=(0, 0), axis=0)
+    y = g * g
+    wp.tile_axpy(wp.float64(3.0), g, y)
+    wp.tile_store_indexed(out, indices=rows, t=y, offset=(0, 0), axis=0)
+    wp.tile_atomic_add_indexed(acc, indices=rows, t=g * 2.0, offset=(0, 0), axis=0)
+    wp.tile_store(dots, wp.tile_dot(g, y))
+
+
+@wp.kernel
 def g_full_atomic(a: wp.array2d(dtype=wp.float64), s: wp.array(dtype=wp.float64), out: wp.array2d(dtype=wp.float64)):
     i = wp.tid()
     x = wp.tile_load(a, shape=(2, 3), offset=(i * 2, 0))
@@ -204,3 +216,11 @@ def test_full_and_atomic_add(device, rng):
     """tile_full from a value read once per block, and tile_atomic_add's gradient."""
     a, s = arr(rng, (4, 3), device), arr(rng, 2, device)
     check("g_full_atomic", (2, BD), [a, s], [zeros((2, 4), device)], device)
+
+
+def test_indexed_and_fused(device, rng):
+    """tile_load_indexed, tile_store_indexed, tile_atomic_add_indexed, tile_axpy, tile_dot."""
+    a = arr(rng, (5, 4), device)
+    idx = wp.array(np.array([3, 0, 4], np.int32), dtype=int, device=device)
+    outs = [zeros((5, 4), device), zeros((5, 4), device), zeros(1, device)]
+    check("g_fused_indexed", (1, BD), [a, idx], outs, device)

@@ -204,3 +204,29 @@ def test_portable_matmul_both_forms(device, rng):
     b = rng.normal(size=(7, N)).astype(np.float32)
     ours = launch(TW, "matmul", (1,), [a, b, np.zeros((M, N), np.float32)], device)
     np.testing.assert_allclose(ours[2], 2 * a @ b + 0.5 + a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_axpy_and_dot(device, rng):
+    a = rng.normal(size=(M, N)).astype(np.float32)
+    b = rng.normal(size=(M, N)).astype(np.float32)
+    ours, theirs = both("fused", (1,), [a, b, np.zeros((M, N), np.float32), np.zeros(1, np.float32)], device)
+    np.testing.assert_allclose(ours[2], b + 2 * a, rtol=1e-6)
+    np.testing.assert_allclose(ours[3], [np.sum(a * a)], rtol=1e-5)
+    same(ours, theirs)
+
+
+def test_indexed_load_and_store(device, rng):
+    a = rng.normal(size=(6, N)).astype(np.float32)
+    idx = np.array([4, -1, 0, 9], np.int32)  # -1 and 9 are outside: zeros, skipped
+    ours, theirs = both("indexed", (1,), [a, idx, np.zeros((4, N), np.float32), np.zeros((6, N), np.float32)], device)
+    want = np.stack([a[4], np.zeros(N), a[0], np.zeros(N)]).astype(np.float32)
+    np.testing.assert_array_equal(ours[2], want)
+    scat = np.zeros((6, N), np.float32)
+    scat[4], scat[0] = 2 * a[4], 2 * a[0]
+    np.testing.assert_array_equal(ours[3], scat)
+    same(ours, theirs)
+
+
+def test_from_thread_broadcasts_one_lane(device):
+    ours = launch(TW, "from_thread", 2 * BD, [np.zeros((4, 3), np.float32)], device, tiled=False)
+    np.testing.assert_array_equal(ours[0], np.repeat([[50.0] * 3, [(BD + 5) * 10.0] * 3], 2, axis=0))

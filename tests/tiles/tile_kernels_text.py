@@ -180,4 +180,29 @@ def matmul(a: wp.array2d(dtype=float), b: wp.array2d(dtype=float), c: wp.array2d
     acc = wp.tile_ones(shape=(M, N), dtype=float)
     wp.tile_matmul(x, y, acc, alpha=2.0, beta=0.5)
     wp.tile_store(c, acc + wp.tile_matmul(x, y))
+
+
+@wp.kernel
+def fused(a: wp.array2d(dtype=float), b: wp.array2d(dtype=float), out: wp.array2d(dtype=float), dots: wp.array(dtype=float)):
+    x = wp.tile_load(a, shape=(M, N))
+    y = wp.tile_load(b, shape=(M, N))
+    wp.tile_axpy(2.0, x, y)
+    wp.tile_store(out, y)
+    wp.tile_store(dots, wp.tile_dot(x, x))
+
+
+@wp.kernel
+def indexed(a: wp.array2d(dtype=float), idx: wp.array(dtype=int), out: wp.array2d(dtype=float),
+            scat: wp.array2d(dtype=float)):
+    rows = wp.tile_load(idx, shape=4, storage="shared")
+    g = wp.tile_load_indexed(a, indices=rows, shape=(4, N), offset=(0, 0), axis=0)
+    wp.tile_store(out, g)
+    wp.tile_store_indexed(scat, indices=rows, t=g * 2.0, offset=(0, 0), axis=0)
+
+
+@wp.kernel
+def from_thread(out: wp.array2d(dtype=float)):
+    i = wp.tid()
+    t = wp.tile_from_thread(shape=(2, 3), value=float(i) * 10.0, thread_idx=5)
+    wp.tile_store(out, t, offset=(i / BD * 2, 0))
 '''

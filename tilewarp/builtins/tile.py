@@ -204,6 +204,41 @@ def _adj_atomic_add(a, adj, adj_ret, template):
     return f"tw::adj_tile_store({adj[1]}, {adj[2]}, {', '.join(a[3:])})"
 
 
+def _indices_tile(idx, n):
+    if not T.is_tile(idx) or len(idx.shape) != 1 or not T.is_int(idx.dtype):
+        fail(f"indices must be a 1-d tile of integers, got {T.type_name(idx)}")
+    if idx.shape[0] != n:
+        fail(f"indices hold {idx.shape[0]} entries, the tile has {n} along the indexed axis")
+
+
+def _load_indexed(args, template):
+    arr, idx, *offsets = args
+    shape, _, axis = template
+    _offsets(arr, offsets)
+    if not 0 <= axis < len(shape):
+        fail(f"axis {axis} is out of range for a {len(shape)}-d tile")
+    _indices_tile(idx, shape[axis])
+    return tile_type(arr.dtype, shape)
+
+
+def _store_indexed(args, template):
+    arr, idx, t, *offsets = args
+    (axis, *_) = template
+    result = _store([arr, t, *offsets], ("old",) if template[-1] == "old" else ())
+    if not 0 <= axis < len(t.shape):
+        fail(f"axis {axis} is out of range for a {len(t.shape)}-d tile")
+    _indices_tile(idx, t.shape[axis])
+    return result
+
+
+def _from_thread(args, template):
+    value, lane = args
+    shape, _, _ = template
+    if not T.is_int(lane):
+        fail(f"thread_idx must be an integer, got {T.type_name(lane)}")
+    return tile_type(value, shape)
+
+
 # ---- element-wise --------------------------------------------------------------------------------
 
 
@@ -523,6 +558,10 @@ def _into(cpp):
     return lambda a, template: f"{cpp}({', '.join(a)})"
 
 
+def _composed(args, template):
+    fail("is lowered by the frontend (frontend/tiles.py) into tile_map and tile_sum")
+
+
 def _through_alias(a, adj, adj_ret, template):
     """Views: the view's adjoint *is* part of its source's adjoint (emit/block_adjoint.py aliases it
     in the replay), so gradients reach the source with nothing to move."""
@@ -559,6 +598,20 @@ def _entries():
     for op in ("and", "or", "xor"):
         add(Builtin(f"tile_atomic_{op}", _atomic_tile(op), f"tw::tile_atomic_{op}", side_effect=True,
                     differentiable=False, emit=_into(f"tw::tile_atomic_{op}")))
+    add(Builtin("tile_load_indexed", _load_indexed, "tw::tile_load_indexed",
+                emit=lambda a, t: f"tw::tile_load_indexed<{t[2]}>({', '.join(a)})",
+                adjoint_emit=lambda a, adj, r, t: f"tw::adj_tile_load_indexed<{t[2]}>({adj[1]}, {a[2]}, {r}, "
+                                                  f"{', '.join(a[3:])})"))
+    add(Builtin("tile_store_indexed", _store_indexed, "tw::tile_store_indexed", side_effect=True,
+                emit=lambda a, t: f"tw::tile_store_indexed<{t[0]}>({', '.join(a)})",
+                adjoint_emit=lambda a, adj, r, t: f"tw::adj_tile_store_indexed<{t[0]}>({adj[0]}, {a[1]}, {adj[2]}, "
+                                                  f"{', '.join(a[3:])})"))
+    add(Builtin("tile_atomic_add_indexed", _store_indexed, "tw::tile_atomic_add_indexed", side_effect=True,
+                emit=lambda a, t: f"tw::tile_atomic_add_indexed<{t[0]}>({', '.join(a)})",
+                adjoint_emit=lambda a, adj, r, t: f"tw::adj_tile_store_indexed<{t[0]}>({adj[1]}, {a[2]}, {adj[3]}, "
+                                                  f"{', '.join(a[4:])})"))
+    add(Builtin("tile_from_thread", _from_thread, "tw::tile_from_lane", differentiable=False, unify_literals=False,
+                emit=_into("tw::tile_from_lane")))
     add(Builtin("tile_map", _map, "tw::tile_map", emit=_map_cpp, adjoint_emit=_adj_map, unify_literals=False))
     add(Builtin("tile_sum", _reduce_rule(), "tw::tile_sum", emit=_reduce_cpp("tw::op_add()"), adjoint_emit=_adj_sum))
     add(Builtin("tile_min", _reduce_rule(scalars_only=True), "tw::tile_min", emit=_reduce_cpp("tw::op_min()"),
@@ -595,6 +648,8 @@ def _entries():
                     adjoint_emit=_adj_element_write if op in ("set", "add", "sub") else None))
     add(Builtin("tile_matmul", _matmul, "tw::tile_matmul", emit=_matmul_cpp, adjoint_emit=_adj_matmul))
     add(Builtin("block_dim", lambda args, template: T.int32, "tw::block_dim", differentiable=False))
+    for name in ("tile_dot", "tile_axpy"):  # composed by the frontend: their gradients are their parts'
+        add(Builtin(name, _composed, "", adjoint_emit=_through_alias))
     return E
 
 
@@ -603,15 +658,18 @@ register(*ENTRIES)
 
 #: builtins whose result is written into the destination (C++ takes it first)
 INTO = {b.name for b in ENTRIES if b.name not in ("tile_extract", "tile_store", "tile_sort", "block_dim",
-                                                  "tile_assign") and not b.name.startswith("_tile_element_")}
+                                                  "tile_assign", "tile_store_indexed", "tile_dot", "tile_axpy")
+        and not b.name.startswith("_tile_element_")}
 #: views: shared tiles over part of another's memory (the adjoint of a view is the same view of the
 #: source's adjoint, so a view needs no adjoint of its own)
 VIEWS = {"tile_view", "tile_transpose"}
 #: entries that change a tile in place: replayed by the backward pass (unlike stores to arrays)
 MUTATES = {"tile_assign", "tile_sort", *(f"_tile_element_{op}" for op in ("set", "add", "sub", "and", "or", "xor"))}
 #: where the requested storage ("register" / "shared") sits in an entry's template
-STORAGE_REQUEST = {"tile_zeros": 2, "tile_ones": 2, "tile_empty": 2, "tile_full": 2, "tile_arange": 2, "tile_load": 1}
-SHARED_ARGS.update({"tile_sort": (0, 1), "tile_broadcast": (0,), "tile_transpose": (0,), "tile_view": (0,),
+STORAGE_REQUEST = {"tile_zeros": 2, "tile_ones": 2, "tile_empty": 2, "tile_full": 2, "tile_arange": 2, "tile_load": 1,
+                   "tile_load_indexed": 1, "tile_from_thread": 2}
+SHARED_ARGS.update({"tile_load_indexed": (1,), "tile_store_indexed": (1,), "tile_atomic_add_indexed": (1,),
+                    "tile_sort": (0, 1), "tile_broadcast": (0,), "tile_transpose": (0,), "tile_view": (0,),
                     "tile_assign": (0,),
                     "tile_extract": (0,), "tile_matmul": (0, 1, 2), **{n: (0,) for n in _SCAN_OPS},
                     **{f"_tile_element_{op}": (0,) for op in ("set", "add", "sub", "and", "or", "xor")}})
@@ -620,6 +678,6 @@ SHARED_RESULT.update({"tile_matmul", "tile_view", "tile_transpose", *_SCAN_OPS})
 #: reduced along an axis (every lane owns part of the result and reads whole rows)
 AXIS_RESULT_SHARED = {"tile_sum", "tile_min", "tile_max", "tile_reduce"}
 ELEMENT.update({"tile_extract", *(f"_tile_element_{op}" for op in ("set", "add", "sub", "and", "or", "xor"))})
-VARYING_ARGS.update({"tile": (0,)})
+VARYING_ARGS.update({"tile": (0,), "tile_from_thread": (0,)})
 #: axis reductions read whole rows: their operand is shared
 AXIS_SHARED = {"tile_sum", "tile_min", "tile_max", "tile_reduce"}

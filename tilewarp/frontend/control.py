@@ -41,6 +41,8 @@ def _written(call: ast.Call) -> list:
     name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
     if name == "tile_matmul":  # tile_matmul(a, b, out): out accumulates in place
         return call.args[2:3] + [k.value for k in call.keywords if k.arg == "out"]
+    if name == "tile_axpy":  # tile_axpy(alpha, src, dest): dest too
+        return call.args[2:3] + [k.value for k in call.keywords if k.arg == "dest"]
     return written_arguments(REGISTRY[name], call.args) if name in REGISTRY else []
 
 

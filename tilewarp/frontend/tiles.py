@@ -42,6 +42,14 @@ SIGNATURES = {
     "tile_astype": [("t", _REQUIRED, "value"), ("dtype", _REQUIRED, "dtype")],
     "tile_view": [("t", _REQUIRED, "value"), ("offset", _REQUIRED, "view"), ("shape", None, "shape")],
     "tile_assign": [("dst", _REQUIRED, "value"), ("src", _REQUIRED, "value"), ("offset", None, "offset")],
+    "tile_load_indexed": [("a", _REQUIRED, "value"), ("indices", _REQUIRED, "value"), ("shape", _REQUIRED, "shape"),
+                          ("offset", None, "offset"), ("axis", 0, "const"), ("storage", "register", "storage")],
+    "tile_store_indexed": [("a", _REQUIRED, "value"), ("indices", _REQUIRED, "value"), ("t", _REQUIRED, "value"),
+                           ("offset", None, "offset"), ("axis", 0, "const")],
+    "tile_from_thread": [("shape", _REQUIRED, "shape"), ("value", _REQUIRED, "value"), ("thread_idx", None, "value"),
+                         ("storage", "register", "storage")],
+    "tile_dot": [("a", _REQUIRED, "value"), ("b", _REQUIRED, "value")],
+    "tile_axpy": [("alpha", _REQUIRED, "value"), ("src", _REQUIRED, "value"), ("dest", _REQUIRED, "value")],
     "tile_matmul": [("a", _REQUIRED, "value"), ("b", _REQUIRED, "value"), ("out", None, "value"),
                     ("alpha", 1.0, "const"), ("beta", 1.0, "const"), ("precision", "default", "const")],
 }
@@ -53,6 +61,7 @@ for _n in ("tile_scan_inclusive", "tile_scan_exclusive", "tile_scan_max_inclusiv
     SIGNATURES[_n] = [("a", _REQUIRED, "value")]
 for _n in ("tile_atomic_and", "tile_atomic_or", "tile_atomic_xor"):
     SIGNATURES[_n] = SIGNATURES["tile_atomic_add"]
+SIGNATURES["tile_atomic_add_indexed"] = SIGNATURES["tile_store_indexed"]
 
 #: scalar builtins that apply element by element to tiles (``a + b``, ``-t``)
 ELEMENTWISE = {"add", "sub", "mul", "div", "neg", "bit_and", "bit_or", "bit_xor"}
@@ -60,6 +69,10 @@ ELEMENTWISE = {"add", "sub", "mul", "div", "neg", "bit_and", "bit_or", "bit_xor"
 
 def is_tile_call(name: str) -> bool:
     return name in SIGNATURES or name in ("tile_map", "tile_arange", "tile_extract", "block_dim")
+
+
+#: tile builtins Warp exposes that tilewarp composes from others (no table entry of their own)
+COMPOSED = ("tile_dot", "tile_axpy")
 
 
 # ---- binding Warp's signatures ----------------------------------------------------------------
@@ -236,6 +249,17 @@ def lower_tile_call(lw, name: str, node):
         return lw.call(name, [a["keys"], a["values"]], node, discard=True)
     if name == "tile_matmul":
         return _matmul(lw, a, node)
+    if name in ("tile_load_indexed", "tile_store_indexed", "tile_atomic_add_indexed"):
+        return _indexed(lw, name, a, node)
+    if name == "tile_from_thread":
+        value = a["value"]
+        value = lw.const(value.const, value.type) if value.weak else value
+        lane = a["thread_idx"] if a["thread_idx"] is not None else lw.const(0, T.int32)
+        return lw.call(name, [value, _as_int32(lw, lane, node)], node, (a["shape"], value.type, a["storage"]))
+    if name == "tile_dot":
+        return _dot(lw, a["a"], a["b"], node)
+    if name == "tile_axpy":
+        return _axpy(lw, a, node)
     return lw.call(name, [a["a"]], node)  # transpose, scans
 
 
@@ -340,6 +364,43 @@ def _matmul(lw, a, node):
     if not isinstance(target, ast.Name):
         raise KernelTypeError("tile_matmul(a, b, out): out must be a local tile variable", lw.src.loc(node))
     lw.bind(target.id, result, node)
+    return None
+
+
+def _indexed(lw, name, a, node):
+    arr, idx = a["a"], a["indices"]
+    if name == "tile_load_indexed":
+        offsets = a["offset"] or [lw.const(0, T.int32)] * _ndim(arr)
+        return lw.call(name, [arr, idx, *offsets], node, (a["shape"], a["storage"], _axis(lw, None, a["axis"], node)))
+    offsets = a["offset"] or [lw.const(0, T.int32)] * _ndim(arr)
+    axis = _axis(lw, None, a["axis"], node)
+    if name == "tile_store_indexed":
+        return lw.call(name, [arr, idx, a["t"], *offsets], node, (axis,), discard=True)
+    return lw.call(name, [arr, idx, a["t"], *offsets], node, (axis, "old"))
+
+
+def _dot(lw, x, y, node):
+    """tile_dot(a, b): the sum over elements of a * b (dot for vectors, a Frobenius product for
+    matrices), as a one-element tile; composed of tile_map and tile_sum, so its gradient is theirs."""
+    if not (T.is_tile(x.type) and T.is_tile(y.type)) or x.type != y.type:
+        raise KernelTypeError(f"tile_dot() needs two tiles of one type and shape, got {T.type_name(x.type)} and "
+                              f"{T.type_name(y.type)}", lw.src.loc(node))
+    dtype = x.type.dtype
+    op = "dot" if T.is_vector(dtype) or T.is_quaternion(dtype) else "ddot" if T.is_matrix(dtype) else "mul"
+    return lw.call("tile_sum", [map_values(lw, REGISTRY[op], [x, y], node)], node, (None,))
+
+
+def _axpy(lw, a, node):
+    """tile_axpy(alpha, src, dest): dest += alpha * src, in place (dest names a local tile)."""
+    target = node.args[2] if len(node.args) > 2 else next(k.value for k in node.keywords if k.arg == "dest")
+    if not isinstance(target, ast.Name):
+        raise KernelTypeError("tile_axpy(alpha, src, dest): dest must be a local tile variable", lw.src.loc(node))
+    dest, src, alpha = a["dest"], a["src"], a["alpha"]
+    if not T.is_tile(dest.type) or dest.type != src.type:
+        raise KernelTypeError(f"tile_axpy(): src and dest must be tiles of one type and shape, got "
+                              f"{T.type_name(src.type)} and {T.type_name(dest.type)}", lw.src.loc(node))
+    scaled = map_values(lw, REGISTRY["mul"], [src, alpha], node)
+    lw.bind(target.id, tile_operator(lw, "add", [dest, scaled], node), node)
     return None
 
 

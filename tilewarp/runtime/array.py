@@ -502,8 +502,10 @@ class _Alias:
     def __init__(self, ndim):
         self.ndim, self.__name__ = ndim, f"array{ndim}d"
 
-    def __call__(self, dtype=Any, **kwargs):
-        return array(dtype=dtype, ndim=self.ndim, **kwargs)
+    def __call__(self, data=None, dtype=Any, **kwargs):
+        if data is None:
+            return array(dtype=dtype, ndim=self.ndim, **kwargs)
+        return array(data, dtype=dtype, ndim=self.ndim, **kwargs)  # wp.array2d(np_data): Warp's data first
 
     def __getitem__(self, dtype):
         return array(dtype=dtype, ndim=self.ndim)
