@@ -428,6 +428,15 @@ def is_array(t) -> bool:
     return isinstance(t, ArrayType)
 
 
+@dataclass(frozen=True, repr=False)
+class TileStackType(TileType):
+    """``wp.tile_stack(capacity, dtype)``: a block-shared LIFO of up to ``shape[0]`` elements, which
+    lanes push to and pop from (its count lives beside the elements, in shared memory)."""
+
+    def __repr__(self):
+        return f"tile_stack(capacity={self.shape[0]}, dtype={type_name(self.dtype)})"
+
+
 def is_tile(t) -> bool:
     return isinstance(t, TileType)
 

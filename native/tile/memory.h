@@ -201,3 +201,46 @@ template <typename D, int C> TW_FUNC void tile_from_lane(D& out, const typename 
     tile_fill_with(out, [&](int, int) { return v; });
 }
 }  // namespace tw
+
+// ---- tile_stack: a block-shared LIFO; lanes push and pop concurrently (atomics on the count),
+// every lane sees the pushes of the others after the barrier that ends the lane section.
+namespace tw {
+template <typename T, int CAP> struct tile_stack_t {
+    T* data;  // CAP elements, then the count
+    TW_FUNC int* count() const { return (int*)(data + CAP); }
+};
+template <typename T, int CAP> TW_FUNC void tile_stack_init(tile_stack_t<T, CAP>& s) {
+    block_sync();
+    if (lane_index() == 0) *s.count() = 0;
+    block_sync();
+}
+// the slot the value went to, or -1 (has_value false, or the stack full)
+template <typename T, int CAP> TW_FUNC int32_t tile_stack_push(const tile_stack_t<T, CAP>& s, const T& v, bool has_value) {
+    if (!has_value) return -1;
+    const int slot = atomic_add(s.count(), 1);
+    if (slot >= CAP) {
+        atomic_add(s.count(), -1);
+        return -1;
+    }
+    s.data[slot] = v;
+    return slot;
+}
+// (the value, its slot), or (T(), -1) from an empty stack
+template <typename T, int CAP> TW_FUNC tuple_t<T, int32_t> tile_stack_pop(const tile_stack_t<T, CAP>& s) {
+    const int top = atomic_add(s.count(), -1);
+    if (top <= 0) {
+        atomic_add(s.count(), 1);
+        return make_tuple<T, int32_t>(T(), -1);
+    }
+    return make_tuple<T, int32_t>(s.data[top - 1], top - 1);
+}
+template <typename T, int CAP> TW_FUNC int32_t tile_stack_count(const tile_stack_t<T, CAP>& s) {
+    block_sync();
+    return *s.count();
+}
+template <typename T, int CAP> TW_FUNC void tile_stack_clear(const tile_stack_t<T, CAP>& s) {
+    block_sync();
+    if (lane_index() == 0) *s.count() = 0;
+    block_sync();
+}
+}  // namespace tw

@@ -230,3 +230,14 @@ def test_indexed_load_and_store(device, rng):
 def test_from_thread_broadcasts_one_lane(device):
     ours = launch(TW, "from_thread", 2 * BD, [np.zeros((4, 3), np.float32)], device, tiled=False)
     np.testing.assert_array_equal(ours[0], np.repeat([[50.0] * 3, [(BD + 5) * 10.0] * 3], 2, axis=0))
+
+
+def test_lanes_that_return_sit_out_the_rest(device, rng):
+    """A lane may return in per-lane code; the block's tile operations still run (tilewarp's rule;
+    in Warp a thread that returns before a tile operation leaves the block in an undefined state)."""
+    n = 2 * BD
+    a = rng.normal(size=n).astype(np.float32)
+    ours = launch(TW, "lane_return", n, [a, np.zeros(n, np.float32), np.zeros(1, np.float32)], device, tiled=False)
+    i = np.arange(n)
+    np.testing.assert_allclose(ours[1], np.where(i % 3 == 0, 0.0, 2 * a), rtol=1e-6)
+    np.testing.assert_allclose(ours[2], [a.sum()], rtol=1e-5)

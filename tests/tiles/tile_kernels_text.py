@@ -205,4 +205,15 @@ def from_thread(out: wp.array2d(dtype=float)):
     i = wp.tid()
     t = wp.tile_from_thread(shape=(2, 3), value=float(i) * 10.0, thread_idx=5)
     wp.tile_store(out, t, offset=(i / BD * 2, 0))
+
+
+@wp.kernel
+def lane_return(a: wp.array(dtype=float), out: wp.array(dtype=float), total: wp.array(dtype=float)):
+    i = wp.tid()
+    x = a[i]
+    t = wp.tile(x)
+    if i % 3 == 0:
+        return
+    out[i] = x * 2.0
+    wp.tile_atomic_add(total, wp.tile_sum(t))
 '''

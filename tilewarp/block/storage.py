@@ -29,6 +29,8 @@ class Storage:
 
 
 def tile_bytes(t) -> int:
+    if isinstance(t, T.TileStackType):  # the elements, then the count
+        return T.type_size(t.dtype) * t.size + 16
     return T.type_size(t.dtype) * t.size
 
 

@@ -43,10 +43,10 @@ class Builtin:
     # top of the function (the storage of ``wp.zeros`` local arrays)
     storage: Callable | None = None
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
         if self.host is None:
             raise RuntimeError(f"wp.{self.name}() can only be called inside a kernel or wp.func")
-        return self.host(*args)
+        return self.host(*args, **kwargs)
 
     def __repr__(self):
         return f"<builtin {self.name}>"

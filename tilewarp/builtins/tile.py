@@ -239,6 +239,43 @@ def _from_thread(args, template):
     return tile_type(value, shape)
 
 
+def stack_type(capacity, dtype) -> T.TileStackType:
+    if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity <= 0:
+        fail(f"capacity must be a positive int constant, got {capacity!r}")
+    if not (T.is_scalar(dtype) or T.is_composite(dtype) or T.is_struct(dtype)):
+        fail(f"stacks hold scalars, vectors, matrices or structs, not {T.type_name(dtype)}")
+    return T.TileStackType(dtype, (capacity,))
+
+
+def _stack(args, template):
+    return stack_type(*template)
+
+
+def _stack_of(t):
+    if not isinstance(t, T.TileStackType):
+        fail(f"expects a tile_stack, got {T.type_name(t)}")
+    return t
+
+
+def _push(args, template):
+    s, value, has_value = args
+    _stack_of(s)
+    if value != s.dtype:
+        fail(f"cannot push a {T.type_name(value)} onto a stack of {T.type_name(s.dtype)}")
+    if has_value is not T.bool_:
+        fail(f"has_value must be a bool, got {T.type_name(has_value)}")
+    return T.int32
+
+
+def _pop(args, template):
+    return T.TupleType((_stack_of(args[0]).dtype, T.int32))
+
+
+def _stack_query(args, template):
+    _stack_of(args[0])
+    return T.int32 if template == ("count",) else None
+
+
 # ---- element-wise --------------------------------------------------------------------------------
 
 
@@ -558,6 +595,17 @@ def _into(cpp):
     return lambda a, template: f"{cpp}({', '.join(a)})"
 
 
+def _host_stack(capacity=None, dtype=None):
+    """``wp.tile_stack(capacity=..., dtype=...)`` in Python: the type, for @wp.func annotations."""
+    from .registry import BuiltinTypeError
+
+    try:
+        return stack_type(int(getattr(capacity, "value", capacity)) if not isinstance(capacity, bool) else capacity,
+                          T.value_type(dtype))
+    except BuiltinTypeError as e:
+        raise TypeError(f"tile_stack(): {e}") from None
+
+
 def _composed(args, template):
     fail("is lowered by the frontend (frontend/tiles.py) into tile_map and tile_sum")
 
@@ -650,6 +698,16 @@ def _entries():
     add(Builtin("block_dim", lambda args, template: T.int32, "tw::block_dim", differentiable=False))
     for name in ("tile_dot", "tile_axpy"):  # composed by the frontend: their gradients are their parts'
         add(Builtin(name, _composed, "", adjoint_emit=_through_alias))
+    add(Builtin("tile_stack", _stack, "tw::tile_stack_init", differentiable=False,
+                emit=lambda a, t: f"tw::tile_stack_init({a[0]})", host=lambda capacity, dtype: _host_stack(capacity, dtype)))
+    add(Builtin("tile_stack_push", _push, "tw::tile_stack_push", side_effect=True, differentiable=False,
+                undefined_gradient=True, unify_literals=False))
+    add(Builtin("tile_stack_pop", _pop, "tw::tile_stack_pop", side_effect=True, differentiable=False,
+                undefined_gradient=True))
+    add(Builtin("tile_stack_count", _stack_query, "tw::tile_stack_count", differentiable=False,
+                emit=lambda a, t: f"tw::tile_stack_count({a[0]})"))
+    add(Builtin("tile_stack_clear", _stack_query, "tw::tile_stack_clear", side_effect=True, differentiable=False,
+                emit=lambda a, t: f"tw::tile_stack_clear({a[0]})"))
     return E
 
 
@@ -658,13 +716,14 @@ register(*ENTRIES)
 
 #: builtins whose result is written into the destination (C++ takes it first)
 INTO = {b.name for b in ENTRIES if b.name not in ("tile_extract", "tile_store", "tile_sort", "block_dim",
-                                                  "tile_assign", "tile_store_indexed", "tile_dot", "tile_axpy")
-        and not b.name.startswith("_tile_element_")}
+                                                  "tile_assign", "tile_store_indexed", "tile_dot", "tile_axpy",
+                                                  "tile_stack_push", "tile_stack_pop", "tile_stack_count",
+                                                  "tile_stack_clear") and not b.name.startswith("_tile_element_")}
 #: views: shared tiles over part of another's memory (the adjoint of a view is the same view of the
 #: source's adjoint, so a view needs no adjoint of its own)
 VIEWS = {"tile_view", "tile_transpose"}
 #: entries that change a tile in place: replayed by the backward pass (unlike stores to arrays)
-MUTATES = {"tile_assign", "tile_sort", *(f"_tile_element_{op}" for op in ("set", "add", "sub", "and", "or", "xor"))}
+MUTATES = {"tile_assign", "tile_sort", "tile_stack_push", "tile_stack_pop", "tile_stack_clear", *(f"_tile_element_{op}" for op in ("set", "add", "sub", "and", "or", "xor"))}
 #: where the requested storage ("register" / "shared") sits in an entry's template
 STORAGE_REQUEST = {"tile_zeros": 2, "tile_ones": 2, "tile_empty": 2, "tile_full": 2, "tile_arange": 2, "tile_load": 1,
                    "tile_load_indexed": 1, "tile_from_thread": 2}
@@ -673,11 +732,12 @@ SHARED_ARGS.update({"tile_load_indexed": (1,), "tile_store_indexed": (1,), "tile
                     "tile_assign": (0,),
                     "tile_extract": (0,), "tile_matmul": (0, 1, 2), **{n: (0,) for n in _SCAN_OPS},
                     **{f"_tile_element_{op}": (0,) for op in ("set", "add", "sub", "and", "or", "xor")}})
-SHARED_RESULT.update({"tile_matmul", "tile_view", "tile_transpose", *_SCAN_OPS})
+SHARED_RESULT.update({"tile_matmul", "tile_view", "tile_transpose", "tile_stack", *_SCAN_OPS})
 #: whole-tile reductions (one element, held by lane 0 when in registers) that become shared when
 #: reduced along an axis (every lane owns part of the result and reads whole rows)
 AXIS_RESULT_SHARED = {"tile_sum", "tile_min", "tile_max", "tile_reduce"}
-ELEMENT.update({"tile_extract", *(f"_tile_element_{op}" for op in ("set", "add", "sub", "and", "or", "xor"))})
+ELEMENT.update({"tile_extract", "tile_stack_push", "tile_stack_pop", "tile_stack_count",
+                *(f"_tile_element_{op}" for op in ("set", "add", "sub", "and", "or", "xor"))})
 VARYING_ARGS.update({"tile": (0,), "tile_from_thread": (0,)})
 #: axis reductions read whole rows: their operand is shared
 AXIS_SHARED = {"tile_sum", "tile_min", "tile_max", "tile_reduce"}

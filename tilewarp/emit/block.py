@@ -62,6 +62,9 @@ def tile_cpp(t, shared: bool, strides=None) -> str:
 def declare(v, name: str, lanes: Lanes, storage: Storage, offset_base: int = 0) -> str:
     """The declaration of value ``v`` named ``name`` in a block body."""
     t = v.type
+    if isinstance(t, T.TileStackType):
+        off = storage.offsets[id(v)] + offset_base
+        return f"tw::tile_stack_t<{t.dtype._cpp_}, {t.shape[0]}> {name}{{({t.dtype._cpp_}*)(tw_smem + {off})}};"
     if T.is_tile(t):
         shared = id(v) in storage.shared
         if id(v) in storage.views:  # points into another tile's memory (tw::tile_alias)
@@ -75,7 +78,7 @@ def declare(v, name: str, lanes: Lanes, storage: Storage, offset_base: int = 0) 
     return f"{t._cpp_} {name}{{}};"
 
 
-def prologue(smem_bytes: int, block: BlockShape) -> list:
+def prologue(smem_bytes: int, block: BlockShape, lane_returns: bool = False) -> list:
     lines = [f"TW_BLOCK_SMEM({smem_bytes});",
              "const int64_t tw_base = block * tw_block_dim;",
              "const int64_t task = tw_base;  // lane 0's: what a uniform wp.tid() reads",
@@ -83,6 +86,8 @@ def prologue(smem_bytes: int, block: BlockShape) -> list:
     for k, n in sorted(block.lane_tids):
         first = "tw::tid_first(args.bounds, tw_base)" if n == 1 else f"tw::tid<{k}, {n}>(args.bounds, tw_base)"
         lines.append(f"const int32_t tw_tid_{k}_{n} = {first};")
+    if lane_returns:
+        lines.append("TW_VARYING(tw_done, bool);  // lanes that returned")
     return lines
 
 
@@ -142,16 +147,14 @@ class LaneGrouping:
         if not group:
             return
         for s in group:
-            for x in ir.walk([s]):
-                if isinstance(x, ir.Return):
-                    raise KernelSyntaxError("return inside per-lane code of a kernel that uses tiles is not "
-                                            "supported (every lane must reach the tile operations): use if/else",
-                                            x.loc)
+            _check_lane_returns(s.body if isinstance(s, (ir.For, ir.While)) else [s], in_loop=isinstance(s, (ir.For, ir.While)))
         self.in_lanes = True
         with names.lane_section(self.lanes.varying):
             for mark in ("TW_LANES_BEGIN", "TW_LANES_PARTIAL"):  # full blocks, then the last one
                 self.line(mark)
                 self.depth += 1
+                if self.lane_returns:  # a lane that returned sits out the rest of the kernel
+                    self.line("if (TW_L(tw_done)) continue;")
                 for s in group:
                     emit_one(s)
                 self.depth -= 1
@@ -159,6 +162,28 @@ class LaneGrouping:
         self.line("TW_LANES_END")
         if any(_writes_elements(x) for x in group):
             self.line("tw::block_sync();  // lanes wrote tile elements")
+
+    @property
+    def lane_returns(self) -> bool:
+        """The kernel has a ``return`` in per-lane code: each lane keeps a done flag (TW_L(tw_done))."""
+        flag = getattr(self, "_lane_returns", None)
+        if flag is None:
+            body = self.fn.body if hasattr(self, "fn") else self.prep.body
+            flag = self._lane_returns = any(isinstance(x, ir.Return) for x in ir.walk(body))
+        return flag
+
+
+def _check_lane_returns(stmts, in_loop):
+    """A lane returns by leaving its lane loop (``continue``): not possible from inside a loop of its own."""
+    for x in stmts:
+        if isinstance(x, ir.Return) and in_loop:
+            raise KernelSyntaxError("return inside a loop of per-lane code in a kernel that uses tiles is not "
+                                    "supported (every lane must reach the tile operations): use break and a flag",
+                                    x.loc)
+        if isinstance(x, ir.If):
+            _check_lane_returns(x.body + x.orelse, in_loop)
+        elif isinstance(x, (ir.For, ir.While)):
+            _check_lane_returns(x.body, True)
 
 
 def _writes_elements(s) -> bool:

@@ -157,7 +157,7 @@ class _Printer(LaneGrouping):
         index = "block" if self.block_shape is not None else "task"
         self.lines.append(f"TW_FORCEINLINE TW_FUNC void {names.body(f.symbol)}(const {args}& args, int64_t {index}) {{")
         if self.block_shape is not None:
-            for text in prologue(self.storage.bytes, self.block_shape):
+            for text in prologue(self.storage.bytes, self.block_shape, self.lane_returns):
                 self.line(text)
         for p, name in zip(f.params, f.param_names):
             self.line(f"{cpp_type(p.type)} {names.value(p)} = args.{names.field(name)};")
@@ -238,4 +238,8 @@ class _Printer(LaneGrouping):
         self.line("continue;")
 
     def stmt_Return(self, s: ir.Return):
+        if self.block_shape is not None and self.in_lanes:  # this lane is done: on to the next one
+            self.line("TW_L(tw_done) = true;")
+            self.line("continue;")
+            return
         self.line(f"return {ref(s.value)};" if s.value is not None else "return;")

@@ -49,6 +49,11 @@ SIGNATURES = {
     "tile_from_thread": [("shape", _REQUIRED, "shape"), ("value", _REQUIRED, "value"), ("thread_idx", None, "value"),
                          ("storage", "register", "storage")],
     "tile_dot": [("a", _REQUIRED, "value"), ("b", _REQUIRED, "value")],
+    "tile_stack": [("capacity", _REQUIRED, "const"), ("dtype", _REQUIRED, "dtype")],
+    "tile_stack_push": [("s", _REQUIRED, "value"), ("value", _REQUIRED, "value"), ("has_value", True, "value")],
+    "tile_stack_pop": [("s", _REQUIRED, "value")],
+    "tile_stack_count": [("s", _REQUIRED, "value")],
+    "tile_stack_clear": [("s", _REQUIRED, "value")],
     "tile_axpy": [("alpha", _REQUIRED, "value"), ("src", _REQUIRED, "value"), ("dest", _REQUIRED, "value")],
     "tile_matmul": [("a", _REQUIRED, "value"), ("b", _REQUIRED, "value"), ("out", None, "value"),
                     ("alpha", 1.0, "const"), ("beta", 1.0, "const"), ("precision", "default", "const")],
@@ -258,6 +263,8 @@ def lower_tile_call(lw, name: str, node):
         return lw.call(name, [value, _as_int32(lw, lane, node)], node, (a["shape"], value.type, a["storage"]))
     if name == "tile_dot":
         return _dot(lw, a["a"], a["b"], node)
+    if name.startswith("tile_stack"):
+        return _stack(lw, name, a, node)
     if name == "tile_axpy":
         return _axpy(lw, a, node)
     return lw.call(name, [a["a"]], node)  # transpose, scans
@@ -365,6 +372,24 @@ def _matmul(lw, a, node):
         raise KernelTypeError("tile_matmul(a, b, out): out must be a local tile variable", lw.src.loc(node))
     lw.bind(target.id, result, node)
     return None
+
+
+def _stack(lw, name, a, node):
+    if name == "tile_stack":
+        return lw.call(name, [], node, (a["capacity"], a["dtype"]))
+    s = a["s"]
+    if name == "tile_stack_push":
+        value, flag = a["value"], a["has_value"]
+        if isinstance(flag, bool):
+            flag = lw.const(flag, T.bool_)
+        if isinstance(s.type, T.TileStackType):
+            value = lw.coerce(value, s.type.dtype, node, "the pushed value") if value.weak else value
+        return lw.call(name, [s, value, lw.truth(flag, node)], node)
+    if name == "tile_stack_count":
+        return lw.call(name, [s], node, ("count",))
+    if name == "tile_stack_clear":
+        return lw.call(name, [s], node, ("clear",), discard=True)
+    return lw.call(name, [s], node)
 
 
 def _indexed(lw, name, a, node):
