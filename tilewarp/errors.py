@@ -6,8 +6,9 @@ class TileWarpError(Exception):
     """Base class of every error tilewarp raises on purpose."""
 
 
-class KernelError(TileWarpError):
-    """An error located in the user's kernel/function source.
+class KernelError(TileWarpError, RuntimeError):
+    """An error located in the user's kernel/function source (a RuntimeError, and its type errors a
+    TypeError, as Warp's code generation errors are, so scripts' ``except`` clauses still match).
 
     The message reads ``file.py:LINE:COL: message`` followed by the offending source line and a
     caret under the column, so the user sees where, not which compiler stage.

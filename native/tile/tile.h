@@ -168,6 +168,14 @@ template <typename D, typename X> TW_FUNC void tile_copy(D& out, const X& src) {
     tile_fill_with(out, [&](int r, int e) { return cast<typename D::value_type>(src.at(r, e)); });
 }
 
+// the elements this thread owns, as a register tile (loop checkpoints of the backward pass)
+template <typename X> TW_FUNC rtile<typename X::value_type, typename X::shape, X::threads> tile_snapshot(const X& t) {
+    rtile<typename X::value_type, typename X::shape, X::threads> out;
+    if (X::shared) block_sync();
+    TW_FOR_OWNED(X::size, X::threads, r, e) out.at(r, e) = t.at(r, e);
+    return out;
+}
+
 // ---- views: a shared tile over part of another's memory (no copy; writes go through) ---------
 // position of the element at index (i0, i1, ...) of shared tile t (negative indices count from the end)
 template <typename X, typename... I> TW_FUNC int tile_position(const X& t, I... i) {

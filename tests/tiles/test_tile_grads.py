@@ -126,6 +126,21 @@ def g_fused_indexed(a: wp.array2d(dtype=wp.float64), idx: wp.array(dtype=int), o
 
 
 @wp.kernel
+def g_loops(a: wp.array2d(dtype=wp.float64), b: wp.array2d(dtype=wp.float64), out: wp.array(dtype=wp.float64),
+            c: wp.array2d(dtype=wp.float64)):
+    i = wp.tid()
+    s = wp.tile_zeros(shape=1, dtype=wp.float64)
+    acc = wp.tile_zeros(shape=(2, 2), dtype=wp.float64)
+    for k in range(a.shape[1] / 3):  # a dynamic loop carrying a register tile and a shared one
+        x = wp.tile_load(a, shape=(2, 3), offset=(i * 2, k * 3))
+        y = wp.tile_load(b, shape=(3, 2), offset=(k * 3, 0))
+        s += wp.tile_sum(x * x) * 0.5
+        wp.tile_matmul(x, y, acc)
+    wp.tile_store(out, s, offset=i)
+    wp.tile_store(c, acc * acc, offset=(i * 2, 0))
+
+
+@wp.kernel
 def g_full_atomic(a: wp.array2d(dtype=wp.float64), s: wp.array(dtype=wp.float64), out: wp.array2d(dtype=wp.float64)):
     i = wp.tid()
     x = wp.tile_load(a, shape=(2, 3), offset=(i * 2, 0))
@@ -224,3 +239,10 @@ def test_indexed_and_fused(device, rng):
     idx = wp.array(np.array([3, 0, 4], np.int32), dtype=int, device=device)
     outs = [zeros((5, 4), device), zeros((5, 4), device), zeros(1, device)]
     check("g_fused_indexed", (1, BD), [a, idx], outs, device)
+
+
+def test_loops_carrying_tiles(device, rng):
+    """Dynamic loops carrying a register tile (s += ...) and a shared one (tile_matmul into acc):
+    exact gradients through the loop checkpoints (the tiles chapter's GEMM pattern)."""
+    a, b = arr(rng, (4, 9), device), arr(rng, (9, 2), device)
+    check("g_loops", (2, BD), [a, b], [zeros(2, device), zeros((4, 2), device)], device)

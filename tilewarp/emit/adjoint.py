@@ -183,9 +183,16 @@ class AdjointPrinter:
         self.line(f"    if (!{ref(s.cond)}) break;")
         self.iteration(s, k, reset, ends)
 
-    @staticmethod
-    def state(s, k) -> str:
-        return f"L{k}_state{{{', '.join(names.value(c) for c in s.carried)}}}"
+    def state(self, s, k) -> str:
+        return f"L{k}_state{{{', '.join(self.carried_value(c) for c in s.carried)}}}"
+
+    def carried_value(self, c) -> str:
+        """A loop-carried value as a checkpoint stores it."""
+        return names.value(c)
+
+    def carried_restore(self, c, member: str) -> str:
+        """The statement that sets a loop-carried value back from a checkpoint."""
+        return f"{names.value(c)} = {member};"
 
     def save_entry(self, s, k):
         if s.carried:
@@ -308,9 +315,8 @@ class AdjointPrinter:
         self.depth -= 1
         self.line("};")
         if s.carried:
-            state = ", ".join(names.value(c) for c in s.carried)
-            sets = " ".join(f"{names.value(c)} = st.m{i};" for i, c in enumerate(s.carried))
-            self.line(f"auto L{k}_get = [&]() {{ return L{k}_state{{{state}}}; }};")
+            sets = " ".join(self.carried_restore(c, f"st.m{i}") for i, c in enumerate(s.carried))
+            self.line(f"auto L{k}_get = [&]() {{ return {self.state(s, k)}; }};")
             self.line(f"auto L{k}_set = [&](const L{k}_state& st) {{ {sets} }};")
         self.line(f"for (int64_t L{k}_j = {self.lv(k, 'n')} - 1; L{k}_j >= 0; --L{k}_j) {{")
         if s.carried:

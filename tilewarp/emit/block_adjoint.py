@@ -20,7 +20,7 @@ from ..errors import AutodiffError
 from ..ir import nodes as ir
 from . import names
 from .adjoint import REWIND_CAP, REWIND_LEVELS, AdjointPrinter, carries_gradient
-from .block import LaneGrouping, block_args, declare, prologue
+from .block import LaneGrouping, block_args, declare, prologue, tile_cpp
 from .cpp import expression, ref
 
 
@@ -54,6 +54,16 @@ class BlockAdjointPrinter(LaneGrouping, AdjointPrinter):
                 offset += -(-tile_bytes(v.type) // ALIGN) * ALIGN
         self.bytes = offset
 
+    def carried_value(self, c) -> str:
+        if T.is_tile(c.type):
+            return f"tw::tile_snapshot({names.value(c)})"
+        return names.value(c)
+
+    def carried_restore(self, c, member: str) -> str:
+        if T.is_tile(c.type):
+            return f"tw::tile_copy({names.value(c)}, {member});"
+        return f"{names.value(c)} = {member};"
+
     def lv(self, k: int, what: str) -> str:
         name = f"L{k}_{what}"
         return f"TW_L({name})" if self.in_lanes and k in self.lane_loops else name
@@ -81,16 +91,17 @@ class BlockAdjointPrinter(LaneGrouping, AdjointPrinter):
         k = self.loop_ids.setdefault(id(s), len(self.loop_ids))
         lane = id(s) in self.lanes.lane
         for c in s.carried:
-            if T.is_tile(c.type) or (not lane and id(c) in self.lanes.varying):
-                raise AutodiffError("the backward pass of a loop that carries a tile (or a per-lane value around "
-                                    "tile operations) is not supported yet: accumulate in an array, or launch "
-                                    "with enable_backward=False", s.loc)
+            if not lane and id(c) in self.lanes.varying:
+                raise AutodiffError("the backward pass of a loop with tile operations that carries a per-lane value "
+                                    "is not supported yet: accumulate in a tile or an array, or launch with "
+                                    "enable_backward=False", s.loc)
         if lane:
             self.lane_loops.add(k)
         wrap = (lambda t, n: f"TW_VARYING({n}, {t});") if lane else (lambda t, n: f"{t} {n}{{}};")
         self.line(wrap("int64_t", f"L{k}_n"))
-        if s.carried:
-            members = " ".join(f"{c.type._cpp_} m{i};" for i, c in enumerate(s.carried))
+        if s.carried:  # tiles are checkpointed as the register copy each thread owns
+            members = " ".join(f"{tile_cpp(c.type, False) if T.is_tile(c.type) else c.type._cpp_} m{i};"
+                               for i, c in enumerate(s.carried))
             self.line(f"struct L{k}_state {{ {members} }};")
             self.line(wrap(f"tw::rewind_t<L{k}_state, {REWIND_CAP}, {REWIND_LEVELS}>", f"L{k}_rewind"))
 
