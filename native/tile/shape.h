@@ -102,3 +102,35 @@ TW_FUNC void adj_tile_matmul(const A& a, const B& b, A& adj_a, B& adj_b, C& adj_
     block_sync();
 }
 }  // namespace tw
+
+// ---- t[idx, :]: a copy gathering along `Axis` the entries a 1-d integer tile names (negative
+// indices count from the end; repeats allowed, their gradients add up)
+namespace tw {
+template <int Axis, typename D, typename X, typename I> TW_FUNC int gather_source(int e, const I& idx) {
+    typedef typename D::shape SD;
+    typedef typename X::shape SX;
+    int src = 0;
+    for (int k = 0; k < SD::ndim; ++k) {
+        int c = (e / SD::stride(k)) % SD::extent(k);
+        if (k == Axis) {
+            c = (int)idx.at(c, c);
+            if (c < 0) c += SX::extent(k);
+        }
+        src += c * SX::stride(k);
+    }
+    return src;
+}
+template <int Axis, typename D, typename X, typename I> TW_FUNC void tile_gather(D& out, const X& t, const I& idx) {
+    block_sync();
+    tile_fill_with(out, [&](int, int e) {
+        const int s = gather_source<Axis, D, X>(e, idx);
+        return t.at(s, s);
+    });
+}
+template <int Axis, typename X, typename I, typename D> TW_FUNC void adj_tile_gather(X& adj_t, const I& idx, const D& adj_out) {
+    tile_for<D::size, D::threads>([&](int r, int e) {
+        const int s = gather_source<Axis, D, X>(e, idx);
+        detail::atomic_accum(&adj_t.at(s, s), adj_out.at(r, e));
+    });
+}
+}  // namespace tw

@@ -168,14 +168,6 @@ template <typename D, typename X> TW_FUNC void tile_copy(D& out, const X& src) {
     tile_fill_with(out, [&](int r, int e) { return cast<typename D::value_type>(src.at(r, e)); });
 }
 
-// the elements this thread owns, as a register tile (loop checkpoints of the backward pass)
-template <typename X> TW_FUNC rtile<typename X::value_type, typename X::shape, X::threads> tile_snapshot(const X& t) {
-    rtile<typename X::value_type, typename X::shape, X::threads> out;
-    if (X::shared) block_sync();
-    TW_FOR_OWNED(X::size, X::threads, r, e) out.at(r, e) = t.at(r, e);
-    return out;
-}
-
 // ---- views: a shared tile over part of another's memory (no copy; writes go through) ---------
 // position of the element at index (i0, i1, ...) of shared tile t (negative indices count from the end)
 template <typename X, typename... I> TW_FUNC int tile_position(const X& t, I... i) {
@@ -194,15 +186,25 @@ template <typename V, typename X> TW_FUNC void tile_alias(V& view, const X& pare
 }
 
 // ---- adjoints of construction and copies -------------------------------------------------------
+// the elements this thread owns, as a register tile (loop checkpoints of the backward pass)
+template <typename X> TW_FUNC rtile<typename X::value_type, typename X::shape, X::threads> tile_snapshot(const X& t) {
+    rtile<typename X::value_type, typename X::shape, X::threads> out;
+    if (X::shared) block_sync();
+    TW_FOR_OWNED(X::size, X::threads, r, e) out.at(r, e) = t.at(r, e);
+    return out;
+}
+
 // tile_assign(dst, src, offset): src written into dst (a shared tile) from index `offset` on
+// (src is read whole before dst is written: they may overlap, as in t[1:] = t[:-1])
 template <typename D, typename X, typename... I> TW_FUNC void tile_assign_at(D& dst, const X& src, I... o) {
     typedef typename X::shape S;
     const int64_t off[D::shape::ndim] = {(int64_t)o...};
+    const auto values = tile_snapshot(src);
     block_sync();
     TW_FOR_OWNED(X::size, X::threads, r, e) {
         int p = 0;
         for (int k = 0; k < S::ndim; ++k) p += (int)(off[k] + (e / S::stride(k)) % S::extent(k)) * D::place::stride(k);
-        dst.data[p] = cast<typename D::value_type>(src.at(r, e));
+        dst.data[p] = cast<typename D::value_type>(values.at(r, e));
     }
     block_sync();
 }

@@ -71,7 +71,7 @@ def g_views(a: wp.array2d(dtype=wp.float64), v: wp.array2d(dtype=wp.float64), s:
     x = wp.tile_load(a, shape=(4, 6))
     wp.tile_store(v, wp.tile_view(x, offset=(1, 2), shape=(2, 3)) * 2.0)
     wp.tile_store(s, x[1:4, ::2] * x[0:3, 1::2])
-    e[0] = x[2, 3] * x[1, 1]
+    e[0] = x[2, 3] * x[1, 1] + wp.tile_sum(x[wp.tile_arange(0, 4, 2, dtype=int), :] * x[1:3, :])[0]
     y = wp.tile_zeros(shape=(4, 6), dtype=wp.float64)
     for r in range(4):
         wp.tile_assign(y[3 - r], x[r] * wp.float64(r + 1))

@@ -241,3 +241,11 @@ def test_lanes_that_return_sit_out_the_rest(device, rng):
     i = np.arange(n)
     np.testing.assert_allclose(ours[1], np.where(i % 3 == 0, 0.0, 2 * a), rtol=1e-6)
     np.testing.assert_allclose(ours[2], [a.sum()], rtol=1e-5)
+
+
+def test_gather_with_an_index_tile(device, rng):
+    a = rng.normal(size=(M, N)).astype(np.float32)
+    ours, theirs = both("gather", (1,), [a, np.zeros((4, N), np.float32), np.zeros((M, 3), np.float32)], device)
+    np.testing.assert_array_equal(ours[1], 2 * a[[4, 3, 2, 1]])
+    np.testing.assert_array_equal(ours[2], a[:, [-1, -2, -3]])
+    same(ours, theirs)

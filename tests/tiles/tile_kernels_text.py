@@ -216,4 +216,12 @@ def lane_return(a: wp.array(dtype=float), out: wp.array(dtype=float), total: wp.
         return
     out[i] = x * 2.0
     wp.tile_atomic_add(total, wp.tile_sum(t))
+
+
+@wp.kernel
+def gather(a: wp.array2d(dtype=float), out: wp.array2d(dtype=float), cols: wp.array2d(dtype=float)):
+    x = wp.tile_load(a, shape=(M, N))
+    rows = wp.tile_arange(4, 0, -1, dtype=int)
+    wp.tile_store(out, x[rows, :] * 2.0)
+    wp.tile_store(cols, x[:, wp.tile_arange(-1, -4, -1, dtype=int)])
 '''

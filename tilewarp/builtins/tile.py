@@ -276,6 +276,17 @@ def _stack_query(args, template):
     return T.int32 if template == ("count",) else None
 
 
+def _gather(args, template):
+    t, idx = args
+    (axis,) = template
+    _tile(t)
+    if not T.is_tile(idx) or len(idx.shape) != 1 or not T.is_int(idx.dtype):
+        fail(f"a tile index must be a 1-d tile of integers, got {T.type_name(idx)}")
+    shape = list(t.shape)
+    shape[axis] = idx.shape[0]
+    return T.TileType(t.dtype, tuple(shape))
+
+
 # ---- element-wise --------------------------------------------------------------------------------
 
 
@@ -660,6 +671,9 @@ def _entries():
                                                   f"{', '.join(a[4:])})"))
     add(Builtin("tile_from_thread", _from_thread, "tw::tile_from_lane", differentiable=False, unify_literals=False,
                 emit=_into("tw::tile_from_lane")))
+    add(Builtin("_tile_gather", _gather, "tw::tile_gather",
+                emit=lambda a, t: f"tw::tile_gather<{t[0]}>({', '.join(a)})",
+                adjoint_emit=lambda a, adj, r, t: f"tw::adj_tile_gather<{t[0]}>({adj[1]}, {a[2]}, {r})"))
     add(Builtin("tile_map", _map, "tw::tile_map", emit=_map_cpp, adjoint_emit=_adj_map, unify_literals=False))
     add(Builtin("tile_sum", _reduce_rule(), "tw::tile_sum", emit=_reduce_cpp("tw::op_add()"), adjoint_emit=_adj_sum))
     add(Builtin("tile_min", _reduce_rule(scalars_only=True), "tw::tile_min", emit=_reduce_cpp("tw::op_min()"),
@@ -727,7 +741,7 @@ MUTATES = {"tile_assign", "tile_sort", "tile_stack_push", "tile_stack_pop", "til
 #: where the requested storage ("register" / "shared") sits in an entry's template
 STORAGE_REQUEST = {"tile_zeros": 2, "tile_ones": 2, "tile_empty": 2, "tile_full": 2, "tile_arange": 2, "tile_load": 1,
                    "tile_load_indexed": 1, "tile_from_thread": 2}
-SHARED_ARGS.update({"tile_load_indexed": (1,), "tile_store_indexed": (1,), "tile_atomic_add_indexed": (1,),
+SHARED_ARGS.update({"_tile_gather": (0, 1), "tile_load_indexed": (1,), "tile_store_indexed": (1,), "tile_atomic_add_indexed": (1,),
                     "tile_sort": (0, 1), "tile_broadcast": (0,), "tile_transpose": (0,), "tile_view": (0,),
                     "tile_assign": (0,),
                     "tile_extract": (0,), "tile_matmul": (0, 1, 2), **{n: (0,) for n in _SCAN_OPS},

@@ -331,11 +331,30 @@ def _view(lw, t, entries, shape, node):
     return lw.call("tile_view", [t, *indices], node, ((("o",),) * len(full), tuple(shape)))
 
 
+def _gather_entries(lw, t, entries, values, node):
+    tiles = [k for k, v in enumerate(values) if T.is_tile(v.type)]
+    if len(tiles) != 1 or len(entries) != 1:
+        raise KernelTypeError("indexing a tile with a tile of indices takes one index tile and full slices "
+                              "(t[idx, :]) elsewhere", lw.src.loc(node))
+    return lw.call("_tile_gather", [t, values[tiles[0]]], node, (tiles[0],))
+
+
 def view_of(lw, t, entries, node):
-    """``t[...]`` with fewer integers than dimensions, or with slices: a view (no copy)."""
+    """``t[...]`` with fewer integers than dimensions, or with slices: a view (no copy); with one
+    entry an integer tile (``t[idx, :]``), a copy gathering those entries along its axis."""
     full, loc = t.type.shape, lw.src.loc(node)
     if len(entries) > len(full):
         raise KernelTypeError(f"a {len(full)}-d tile indexed with {len(entries)} entries", loc)
+    values = [None if isinstance(e, ast.Slice) else lw.value(e) for e in entries]  # lowered once
+    gathers = [k for k, v in enumerate(values) if isinstance(v, ir.Value) and T.is_tile(v.type)]
+    if gathers:
+        k = gathers[0]
+        full_slices = all(isinstance(e, ast.Slice) and e.lower is None and e.upper is None and e.step is None
+                          for j, e in enumerate(entries) if j != k)
+        if len(gathers) > 1 or not full_slices:
+            raise KernelTypeError("indexing a tile with a tile of indices takes one index tile and full slices "
+                                  "(t[idx, :]) elsewhere", loc)
+        return lw.call("_tile_gather", [t, values[k]], node, (k,))
     spec, shape, indices = [], [], []
     for k, e in enumerate(entries):
         if isinstance(e, ast.Slice):
@@ -349,7 +368,7 @@ def view_of(lw, t, entries, node):
             spec.append(("s", start, step))
             shape.append(n)
         else:
-            i = _as_int32(lw, lw.value(e), node)
+            i = _as_int32(lw, values[k], node)
             if i.is_const and not -full[k] <= i.const < full[k]:
                 raise KernelTypeError(f"index {i.const} is out of range for dimension {k} (extent {full[k]})", loc)
             spec.append(("i",))
@@ -526,7 +545,10 @@ def tile_subscript(lw, base, node):
     shape = base.type.shape
     if any(isinstance(e, ast.Slice) for e in entries) or len(entries) < len(shape):
         return view_of(lw, base, entries, node)
-    indices = [_as_int32(lw, lw.value(e), node) for e in entries]
+    values = [lw.value(e) for e in entries]
+    if any(T.is_tile(v.type) for v in values):  # t[idx] with an index tile: a gather
+        return _gather_entries(lw, base, entries, values, node)
+    indices = [_as_int32(lw, v, node) for v in values]
     if len(indices) > len(shape):  # components of a vector or matrix element
         element = lw.call("tile_extract", [base, *indices[:len(shape)]], node)
         rest = lw.component_indices(element.type, indices[len(shape):], node)
