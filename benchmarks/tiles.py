@@ -67,22 +67,22 @@ def bench_tiles(wp, k, device, on_gpu, timeit):
 
 
 def resources(wp, kernel, device) -> str:
-    """Registers / local (spill) bytes / static + dynamic shared bytes of tilewarp's CUDA kernel."""
+    """Registers / local (spill) bytes / static + planned shared bytes of tilewarp's CUDA kernel."""
     if wp.__name__ != "tilewarp" or not str(device).startswith("cuda"):
         return ""
-    from cuda.bindings import driver
-
-    attr = driver.CUfunction_attribute
     parts = []
-    for key, compiled in kernel._compiled.items():
-        backend = compiled.device.backend
-        fn = backend._cufn.get(compiled.handle)
-        if fn is None:
+    for compiled in kernel._compiled.values():
+        if compiled.block is None:
             continue
+        from cuda.bindings import driver
+
+        fn = compiled.device.backend._cufn.get(compiled.handle)
+        attr = driver.CUfunction_attribute
         regs = driver.cuFuncGetAttribute(attr.CU_FUNC_ATTRIBUTE_NUM_REGS, fn)[1]
         local = driver.cuFuncGetAttribute(attr.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, fn)[1]
         static = driver.cuFuncGetAttribute(attr.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn)[1]
-        parts.append(f"{regs} regs, {local} B local, {static}+{compiled.shared_bytes} B shared")
+        parts.append(f"{regs} regs, {local} B local, {static}+{compiled.shared_bytes} B shared, "
+                     f"{compiled.block.threads} threads/block")
     return "; ".join(parts)
 
 

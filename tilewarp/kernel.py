@@ -306,6 +306,13 @@ class Kernel:
                     entry = self._compiled[key] = build_backward(self, device, block)
         return entry
 
+    def resources(self, dim, block_dim: int = 256, device=None, backward: bool = False) -> dict:
+        """Shared memory (and, on CUDA, registers and spills) of one block of this kernel launched over
+        ``dim`` in blocks of ``block_dim`` lanes: see ``runtime/tiled.py: resources``."""
+        from .runtime.tiled import resources
+
+        return resources(self, dim, block_dim, device, backward)
+
     def __call__(self, *args, **kwargs):
         raise TypeError(f"kernel {self.key} must be started with wp.launch(), not called")
 

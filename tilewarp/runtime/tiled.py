@@ -114,3 +114,29 @@ def _device_of(inputs, outputs):
         if isinstance(v, array) and v.device is not None:
             return v.device
     return get_device(None)
+
+
+def resources(kernel, dim, block_dim: int = 256, device=None, backward: bool = False) -> dict:
+    """What one block of ``kernel`` launched over ``dim`` in blocks of ``block_dim`` needs on
+    ``device`` (compiling it if needed): ``shared_bytes`` (the tiles' planned shared memory, in
+    bytes), and on CUDA ``static_shared_bytes``, ``registers`` and ``local_bytes`` (spills) from the
+    CUBIN, and ``threads`` per block. (``wp.launch`` refuses, before launching, a block whose shared
+    memory exceeds the device's limit.)"""
+    from .device import get_device
+
+    device = get_device(device)
+    block = block_shape(kernel, dim, effective_block_dim(block_dim, device)) if uses_tiles(kernel) else None
+    get = kernel.compiled_backward if backward else kernel.compiled
+    compiled = get(device, block) if block is not None else get(device)
+    out = {"shared_bytes": compiled.shared_bytes,
+           "threads": block.threads if block is not None and device.kind == "cuda" else (1 if block else block_dim)}
+    if device.kind == "cuda":
+        from cuda.bindings import driver
+
+        fn = device.backend._cufn[compiled.handle]
+        attr = driver.CUfunction_attribute
+        get_attr = lambda a: int(driver.cuFuncGetAttribute(a, fn)[1])  # noqa: E731
+        out.update(static_shared_bytes=get_attr(attr.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES),
+                   registers=get_attr(attr.CU_FUNC_ATTRIBUTE_NUM_REGS),
+                   local_bytes=get_attr(attr.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES))
+    return out
