@@ -16,8 +16,15 @@ if [ "$MODE" = bench-warp ]; then
   cat ~/stash/warp.partaa .whl2/warp.partab > /tmp/warp.tar.zst
   mkdir -p /tmp/warp-site && LD_LIBRARY_PATH=~/stash ~/stash/zstd -dc /tmp/warp.tar.zst | tar xf - -C /tmp/warp-site
   export PYTHONPATH="$PYTHONPATH:/tmp/warp-site"
-  timeout 500 python -m benchmarks --device cuda:0 --modules tilewarp,warp --only tiles 2>&1 | tee "$OUT/bench_tiles_warp.txt" \
+  timeout 200 python -m benchmarks --device cuda:0 --modules tilewarp,warp --only tiles 2>&1 | tee "$OUT/bench_tiles_warp.txt" \
     | grep -v "^Module\|^Warp\|^   "
+  MODE=warp-suite
+fi
+if [ "$MODE" = warp-suite ]; then
+  echo "== Warp's tile tests (warp_suite), cpu + cuda:0"
+  mkdir -p /tmp/wd && tar xzf .whl/warptests.tgz -C /tmp/wd
+  timeout 360 python .whl/warp_suite/warp_suite.py --warp-dir /tmp/wd/warp --module tilewarp --tests tile -j 16 \
+    --timeout 300 --out "$OUT/tile_suite_gpu.json" 2>&1 | tail -42 | tee "$OUT/tile_suite_gpu.txt"
   exit 0
 fi
 echo "== tile tests, cuda:0"
