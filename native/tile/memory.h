@@ -234,9 +234,9 @@ template <typename T, int CAP> TW_FUNC tuple_t<T, int32_t> tile_stack_pop(const 
     }
     return make_tuple<T, int32_t>(s.data[top - 1], top - 1);
 }
+// no barrier here: a lane may ask inside its own branch (the lane section that pushed ended in one)
 template <typename T, int CAP> TW_FUNC int32_t tile_stack_count(const tile_stack_t<T, CAP>& s) {
-    block_sync();
-    return *s.count();
+    return *(volatile int*)s.count();
 }
 template <typename T, int CAP> TW_FUNC void tile_stack_clear(const tile_stack_t<T, CAP>& s) {
     block_sync();

@@ -101,7 +101,10 @@ def g_elements(a: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
     t[BD - 1 - i % BD] = a[i] * a[i]
     h = wp.tile_zeros(shape=2, dtype=wp.float64)
     h[i % 2] += a[i]
-    wp.tile_store(out, t * wp.tile_sum(h)[0], offset=i / BD * BD)
+    wp.tile_scatter_add(h, 1, a[i] * a[i], i % 3 == 0)
+    m = wp.tile_zeros(shape=BD, dtype=wp.float64)
+    wp.tile_scatter_masked(m, i % BD, a[i] * 3.0, i % 2 == 0)
+    wp.tile_store(out, t * wp.tile_sum(h)[0] + m, offset=i / BD * BD)
 
 
 @wp.kernel

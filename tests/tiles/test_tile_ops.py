@@ -249,3 +249,20 @@ def test_gather_with_an_index_tile(device, rng):
     np.testing.assert_array_equal(ours[1], 2 * a[[4, 3, 2, 1]])
     np.testing.assert_array_equal(ours[2], a[:, [-1, -2, -3]])
     same(ours, theirs)
+
+
+def test_stack_push_pop_count(device):
+    ours = launch(TW, "stack", (1,), [np.zeros(2, np.int32), np.full(6, -1, np.int32)], device)
+    assert ours[0][0] == 6 and ours[0][1] == 0  # 8 of 16 lanes pushed into 6 slots; 16 pops empty it
+    assert sorted(ours[1].tolist()) == sorted(ours[1].tolist()) and set(ours[1]) <= set(range(0, 160, 20))
+
+
+def test_scatter_add_and_masked(device, rng):
+    n = 2 * BD
+    a = rng.normal(size=n).astype(np.float32)
+    ours = launch(TW, "scatter", n, [a, np.zeros(8, np.float32), np.zeros(n, np.float32)], device, tiled=False)
+    i = np.arange(n)
+    sums = np.zeros(8)
+    np.add.at(sums, (i // BD) * 4 + i % 4, np.where(i % 3 != 0, a, 0))
+    np.testing.assert_allclose(ours[1], sums, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ours[2], np.where(i % 2 == 1, 2 * a, 0), rtol=1e-6)

@@ -224,4 +224,28 @@ def gather(a: wp.array2d(dtype=float), out: wp.array2d(dtype=float), cols: wp.ar
     rows = wp.tile_arange(4, 0, -1, dtype=int)
     wp.tile_store(out, x[rows, :] * 2.0)
     wp.tile_store(cols, x[:, wp.tile_arange(-1, -4, -1, dtype=int)])
+
+
+@wp.kernel
+def stack(counts: wp.array(dtype=int), popped: wp.array(dtype=int)):
+    _b, lane = wp.tid()
+    s = wp.tile_stack(capacity=6, dtype=int)
+    slot = wp.tile_stack_push(s, lane * 10, lane % 2 == 0)
+    if lane == 0:  # a count asked from one lane's own branch (no barrier inside: no deadlock on a GPU)
+        counts[0] = wp.tile_stack_count(s)
+    value, where = wp.tile_stack_pop(s)
+    if where >= 0:
+        popped[where] = value
+    counts[1] = wp.tile_stack_count(s) + slot * 0
+
+
+@wp.kernel
+def scatter(a: wp.array(dtype=float), sums: wp.array(dtype=float), last: wp.array(dtype=float)):
+    i = wp.tid()
+    acc = wp.tile_zeros(shape=4, dtype=float)
+    wp.tile_scatter_add(acc, i % 4, a[i], i % 3 != 0)
+    mask = wp.tile_zeros(shape=BD, dtype=float)
+    wp.tile_scatter_masked(mask, i % BD, a[i] * 2.0, i % 2 == 1)
+    wp.tile_store(sums, acc, offset=i / BD * 4)
+    wp.tile_store(last, mask, offset=i / BD * BD)
 '''

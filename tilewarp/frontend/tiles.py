@@ -73,7 +73,8 @@ ELEMENTWISE = {"add", "sub", "mul", "div", "neg", "bit_and", "bit_or", "bit_xor"
 
 
 def is_tile_call(name: str) -> bool:
-    return name in SIGNATURES or name in ("tile_map", "tile_arange", "tile_extract", "block_dim")
+    return name in SIGNATURES or name in ("tile_map", "tile_arange", "tile_extract", "block_dim", "tile_scatter_add",
+                                          "tile_scatter_masked")
 
 
 #: tile builtins Warp exposes that tilewarp composes from others (no table entry of their own)
@@ -198,12 +199,25 @@ def lower_tile_call(lw, name: str, node):
         return _tile_map(lw, node)
     if name == "tile_arange":
         return _tile_arange(lw, node)
+    if name in ("tile_scatter_add", "tile_scatter_masked"):
+        return _scatter(lw, name, node)
     if name == "tile_extract":
         if node.keywords:
             raise KernelTypeError("tile_extract() takes no keyword arguments", lw.src.loc(node))
         t, *idx = [lw.value(a) for a in node.args]
         return lw.call("tile_extract", [t, *[_as_int32(lw, i, node) for i in idx]], node)
     a = _bind(lw, name, node)
+    for group in (_construction, _memory):
+        result = group(lw, name, a, node)
+        if result is not _NOT_MINE:
+            return result
+    return _compute(lw, name, a, node)
+
+
+_NOT_MINE = object()
+
+
+def _construction(lw, name, a, node):
     if name == "tile":
         x = a["x"]
         x = lw.const(x.const, x.type) if x.weak else x
@@ -220,6 +234,17 @@ def lower_tile_call(lw, name: str, node):
         if value.weak or (T.is_scalar(value.type) and value.type != dtype and T.is_scalar(dtype)):
             value = lw.const(value.const, dtype) if value.is_const else lw.call("construct", [value], node, (dtype,))
         return lw.call(name, [value], node, (a["shape"], dtype, a["storage"]))
+    if name == "tile_from_thread":
+        value = a["value"]
+        value = lw.const(value.const, value.type) if value.weak else value
+        lane = a["thread_idx"] if a["thread_idx"] is not None else lw.const(0, T.int32)
+        return lw.call(name, [value, _as_int32(lw, lane, node)], node, (a["shape"], value.type, a["storage"]))
+    if name.startswith("tile_stack"):
+        return _stack(lw, name, a, node)
+    return _NOT_MINE
+
+
+def _memory(lw, name, a, node):
     if name == "tile_load":
         arr = a["a"]
         offsets = a["offset"] or [lw.const(0, T.int32)] * _ndim(arr)
@@ -231,6 +256,17 @@ def lower_tile_call(lw, name: str, node):
         n = len(t.type.shape) if T.is_tile(t.type) else _ndim(arr)
         offsets = _pad_offsets(lw, arr, offsets, n, node)
         return lw.call(name, [arr, t, *offsets], node, discard=name == "tile_store")
+    if name in ("tile_load_indexed", "tile_store_indexed", "tile_atomic_add_indexed"):
+        return _indexed(lw, name, a, node)
+    if name == "tile_assign":
+        dst, src = a["dst"], a["src"]
+        n = len(dst.type.shape) if T.is_tile(dst.type) else 1
+        offsets = a["offset"] or [lw.const(0, T.int32)] * n
+        return lw.call(name, [dst, src, *offsets], node, discard=True)
+    return _NOT_MINE
+
+
+def _compute(lw, name, a, node):
     if name in ("tile_sum", "tile_min", "tile_max", "tile_argmin", "tile_argmax"):
         return lw.call(name, [a["a"]], node, (_axis(lw, a["a"], a["axis"], node),))
     if name == "tile_reduce":
@@ -245,26 +281,12 @@ def lower_tile_call(lw, name: str, node):
         return lw.call(name, [a["t"]], node, (a["dtype"],))
     if name == "tile_view":
         return _view(lw, a["t"], a["offset"], a["shape"], node)
-    if name == "tile_assign":
-        dst, src = a["dst"], a["src"]
-        n = len(dst.type.shape) if T.is_tile(dst.type) else 1
-        offsets = a["offset"] or [lw.const(0, T.int32)] * n
-        return lw.call(name, [dst, src, *offsets], node, discard=True)
     if name == "tile_sort":
         return lw.call(name, [a["keys"], a["values"]], node, discard=True)
     if name == "tile_matmul":
         return _matmul(lw, a, node)
-    if name in ("tile_load_indexed", "tile_store_indexed", "tile_atomic_add_indexed"):
-        return _indexed(lw, name, a, node)
-    if name == "tile_from_thread":
-        value = a["value"]
-        value = lw.const(value.const, value.type) if value.weak else value
-        lane = a["thread_idx"] if a["thread_idx"] is not None else lw.const(0, T.int32)
-        return lw.call(name, [value, _as_int32(lw, lane, node)], node, (a["shape"], value.type, a["storage"]))
     if name == "tile_dot":
         return _dot(lw, a["a"], a["b"], node)
-    if name.startswith("tile_stack"):
-        return _stack(lw, name, a, node)
     if name == "tile_axpy":
         return _axpy(lw, a, node)
     return lw.call(name, [a["a"]], node)  # transpose, scans
@@ -390,6 +412,35 @@ def _matmul(lw, a, node):
     if not isinstance(target, ast.Name):
         raise KernelTypeError("tile_matmul(a, b, out): out must be a local tile variable", lw.src.loc(node))
     lw.bind(target.id, result, node)
+    return None
+
+
+def _scatter(lw, name, node):
+    """``tile_scatter_add(t, i[, j, ...], value, has_value, atomic=True)`` / ``tile_scatter_masked(...)``:
+    each lane with ``has_value`` adds (writes) ``value`` at its index of a shared tile: an element
+    update under the lane's own condition."""
+    loc = lw.src.loc(node)
+    kw = {k.arg: k.value for k in node.keywords}
+    if set(kw) - {"value", "has_value", "atomic"}:
+        raise KernelTypeError(f"{name}() got an unexpected argument '{sorted(set(kw) - {'value', 'has_value', 'atomic'})[0]}'",
+                              loc)
+    pos = list(node.args)
+    has_node = kw.get("has_value") or pos.pop()
+    value_node = kw.get("value") or pos.pop()
+    if len(pos) < 2:
+        raise KernelTypeError(f"{name}(t, i, ..., value, has_value) needs a tile and its indices", loc)
+    t = lw.value(pos[0])
+    if not T.is_tile(t.type):
+        raise KernelTypeError(f"{name}() needs a tile, got {T.type_name(t.type)}", loc)
+    indices = [_as_int32(lw, lw.value(i), node) for i in pos[1:]]
+    value = lw.coerce(lw.value(value_node), t.type.dtype, node, "the scattered value")
+    has = lw.truth(lw.value(has_node), node)
+    body, saved = [], lw.stmts
+    lw.stmts = body
+    op = "add" if name == "tile_scatter_add" else "set"
+    lw.call(f"_tile_element_{op}", [t, *indices, value], node, (op,), discard=True)
+    lw.stmts = saved
+    lw.stmts.append(ir.If(has, body, [], (), loc))
     return None
 
 
