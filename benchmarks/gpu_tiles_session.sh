@@ -12,7 +12,11 @@ OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 python build_lib.py 2>&1 | tail -1
 MODE="${1:-}"
+if [ "$MODE" = stash ]; then  # (carry .whl1) the first half of warp-lang, for a bench-warp call right after
+  mkdir -p ~/stash && cp .whl1/* ~/stash/ && ls ~/stash && exit 0
+fi
 if [ "$MODE" = bench-warp ]; then
+  [ -f ~/stash/warp.partaa ] || { echo "no stashed first half (the machine was not warm): run the stash call again"; exit 1; }
   cat ~/stash/warp.partaa .whl2/warp.partab > /tmp/warp.tar.zst
   mkdir -p /tmp/warp-site && LD_LIBRARY_PATH=~/stash ~/stash/zstd -dc /tmp/warp.tar.zst | tar xf - -C /tmp/warp-site
   export PYTHONPATH="$PYTHONPATH:/tmp/warp-site"
