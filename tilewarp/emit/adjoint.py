@@ -103,10 +103,18 @@ class AdjointPrinter:
         self.lines += ["}", ""]
         return self.lines
 
+    #: what the kernel body is called with: a task (SIMT kernels) or a block (kernels with tiles)
+    index = "task"
+
+    def prologue(self) -> list:
+        return []
+
     def kernel(self, args_struct: str, body_name: str, param_names) -> list:
         f = self.prep.fn
         self.lines.append(f"// backward of kernel {f.name}")
-        self.lines.append(f"TW_FORCEINLINE TW_FUNC void {body_name}(const {args_struct}& args, int64_t task) {{")
+        self.lines.append(f"TW_FORCEINLINE TW_FUNC void {body_name}(const {args_struct}& args, int64_t {self.index}) {{")
+        for text in self.prologue():
+            self.line(text)
         for p, name in zip(f.params, param_names):
             self.line(f"{cpp_type(p.type)} {names.value(p)} = args.{names.field(name)};")
             # gradient arrays come from the launch; other parameters' adjoints stay local (as Warp)

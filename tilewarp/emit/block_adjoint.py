@@ -105,20 +105,10 @@ class BlockAdjointPrinter(LaneGrouping, AdjointPrinter):
             self.line(f"struct L{k}_state {{ {members} }};")
             self.line(wrap(f"tw::rewind_t<L{k}_state, {REWIND_CAP}, {REWIND_LEVELS}>", f"L{k}_rewind"))
 
-    def kernel(self, args_struct: str, body_name: str, param_names) -> list:
-        f = self.prep.fn
-        self.lines.append(f"// backward of kernel {f.name}")
-        self.lines.append(f"TW_FORCEINLINE TW_FUNC void {body_name}(const {args_struct}& args, int64_t block) {{")
-        for text in prologue(self.bytes, self.shape):
-            self.line(text)
-        for p, name in zip(f.params, param_names):
-            self.line(f"{p.type._cpp_} {names.value(p)} = args.{names.field(name)};")
-            init = f"args.{names.field('adj_' + name)}" if T.is_array(p.type) or T.is_struct(p.type) else "{}"
-            self.line(f"{p.type._cpp_} {names.adjoint(p)} = {init};")
-        self.declarations()
-        self.body()
-        self.lines += ["}", ""]
-        return self.lines
+    index = "block"
+
+    def prologue(self) -> list:
+        return prologue(self.bytes, self.shape)
 
     # ---- replay and reverse, grouped into lane sections ------------------------------------------
 
