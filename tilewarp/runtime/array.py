@@ -159,7 +159,15 @@ class array:
 
     @grad.setter
     def grad(self, value):
+        """As in Warp: assigning a gradient array turns gradients on (None turns them off); it must
+        match the array's dtype, shape and device."""
+        if value is not None:
+            for what, mine, theirs in (("dtype", self.dtype, value.dtype), ("shape", self.shape, value.shape),
+                                       ("device", self.device, value.device)):
+                if mine != theirs:
+                    raise ValueError(f"the given gradient array is incompatible: expected {what} {mine}, got {theirs}")
         self._grad = value
+        self._requires_grad = value is not None
         self._desc = self._tw_token = None
 
     @property
