@@ -44,6 +44,12 @@ from .types import (  # noqa: E402,F401
 from .types import bool_ as bool  # noqa: E402,F401
 from .types import COMPOSITE_ALIASES as _COMPOSITE_ALIASES, quaternion, transformation  # noqa: E402,F401
 
+# Warp's math constants (plain Python floats: in kernels they are literals of the surrounding type)
+import math as _math  # noqa: E402
+
+e, pi, tau, inf, nan = _math.e, _math.pi, _math.tau, _math.inf, _math.nan
+log2e, log10e, ln2, ln10, phi = 1 / _math.log(2), 1 / _math.log(10), _math.log(2), _math.log(10), (1 + 5 ** 0.5) / 2
+
 globals().update(_COMPOSITE_ALIASES)  # vec3ub, mat44h, quat, quatd, transform, spatial_vector, ...
 
 # kernel-side builtins users call as wp.<name> (operators are reached through Python syntax)

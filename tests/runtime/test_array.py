@@ -875,3 +875,15 @@ def test_strided_kernel_arguments_on_device(tw_kernels, device):
     assert got[0].tolist() == [0, 2, 4] and got[1].tolist() == [3, 4, 5] and got[4].tolist() == [24, 26, 28]
     np.testing.assert_allclose(out.numpy()[1:4], np.linalg.norm(got[::2], axis=1), rtol=1e-6)
     assert out.numpy()[0] == 0 and out.numpy()[4] == 0
+
+
+def test_transpose_is_a_view_with_its_gradient():
+    import numpy as np
+    import tilewarp as wp
+
+    data = np.random.default_rng(3).random((2, 3, 4)).astype(np.float32)
+    a = wp.array(data, requires_grad=True)
+    t = a.transpose((2, 0, 1))
+    np.testing.assert_array_equal(t.numpy(), data.transpose(2, 0, 1))
+    assert t.grad.shape == (4, 2, 3)
+    np.testing.assert_array_equal(a.transpose().numpy(), data.T)

@@ -23,8 +23,8 @@ def lower_call(lw, node: ast.Call):
     if getattr(func, _STATIC_MARK, False):
         if len(node.args) != 1 or node.keywords:
             raise KernelSyntaxError("wp.static() takes exactly one expression", loc)
-        try:
-            return lw.src.evaluate(node.args[0], {})
+        try:  # local tiles are visible as their (compile-time) shapes: wp.static(len(t)), t.shape
+            return lw.src.evaluate(node.args[0], _static_locals(lw))
         except Exception as e:
             raise KernelTypeError(f"wp.static() expression failed: {type(e).__name__}: {e}", loc) from e
     if getattr(func, "_tw_specialize", None) is not None:
@@ -62,6 +62,21 @@ def lower_call(lw, node: ast.Call):
                               "Python kernel code only", loc)
     raise KernelTypeError(f"cannot call {getattr(func, '__name__', type(func).__name__)!s} in kernel code: "
                           "only builtins, types and @wp.func functions", loc)
+
+
+class _StaticTile:
+    """A local tile as ``wp.static`` sees it: its shape and length, known when the kernel compiles."""
+
+    def __init__(self, t):
+        self.shape, self.dtype = t.shape, t.dtype
+
+    def __len__(self):
+        return self.shape[0]
+
+
+def _static_locals(lw) -> dict:
+    return {name: _StaticTile(v.type) for name, v in lw.symbols.items()
+            if isinstance(v, ir.Value) and T.is_tile(v.type)}
 
 
 def _host_zeros():

@@ -338,6 +338,19 @@ class array:
 
     # ---- views -------------------------------------------------------------------------------
 
+    def transpose(self, axes=None):
+        """A view with the dimensions in the order ``axes`` (default: reversed), as Warp's."""
+        axes = tuple(reversed(range(self.ndim))) if axes is None else tuple(int(a) for a in axes)
+        if sorted(axes) != list(range(self.ndim)):
+            raise ValueError(f"transpose: axes {axes} are not a permutation of the {self.ndim} dimensions")
+        view = array(ptr=self.ptr, dtype=self.dtype, shape=tuple(self.shape[a] for a in axes),
+                     strides=tuple(self.strides[a] for a in axes), device=self.device)
+        view._owner = self._owner or self
+        if self._grad is not None:
+            view._grad = self._grad.transpose(axes)
+            view._requires_grad = self._requires_grad
+        return view
+
     def __getitem__(self, key):
         key = key if isinstance(key, tuple) else (key,)
         if len(key) > self.ndim:
