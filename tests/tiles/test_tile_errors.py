@@ -1,0 +1,131 @@
+"""Bad input to tile code: each a typed error at the user's line (or naming the launch argument),
+never a hang or a wrong answer."""
+import numpy as np
+import pytest
+
+import tilewarp as wp
+from conftest import check_located
+
+N = 8
+
+
+@wp.kernel
+def shapes_differ(a: wp.array(dtype=float)):
+    x = wp.tile_load(a, shape=8)
+    y = wp.tile_load(a, shape=4)
+    wp.tile_store(a, x + y)  # <- error
+
+
+@wp.kernel
+def shape_not_constant(a: wp.array(dtype=float), n: int):
+    t = wp.tile_zeros(shape=n, dtype=float)  # <- error
+    wp.tile_store(a, t)
+
+
+@wp.kernel
+def untile_wrong_shape(a: wp.array(dtype=float)):
+    i = wp.tid()
+    t = wp.tile_zeros(shape=5, dtype=float)
+    a[i] = wp.untile(t)  # <- error
+
+
+@wp.kernel
+def tile_op_in_lane_branch(a: wp.array(dtype=float)):
+    i = wp.tid()
+    if a[i] > 0.0:
+        t = wp.tile_load(a, shape=N)  # <- error
+        wp.tile_store(a, t)
+
+
+@wp.kernel
+def matmul_shapes(a: wp.array2d(dtype=float)):
+    x = wp.tile_load(a, shape=(4, 3))
+    y = wp.tile_load(a, shape=(4, 3))
+    wp.tile_store(a, wp.tile_matmul(x, y))  # <- error
+
+
+@wp.kernel
+def store_wrong_dtype(a: wp.array(dtype=wp.float64)):
+    t = wp.tile_zeros(shape=4, dtype=float)
+    wp.tile_store(a, t)  # <- error
+
+
+@wp.kernel
+def bad_axis(a: wp.array2d(dtype=float), b: wp.array(dtype=float)):
+    t = wp.tile_load(a, shape=(2, 2))
+    wp.tile_store(b, wp.tile_sum(t, axis=2))  # <- error
+
+
+@wp.kernel
+def bad_storage(a: wp.array(dtype=float)):
+    t = wp.tile_load(a, shape=4, storage="global")  # <- error
+    wp.tile_store(a, t)
+
+
+def test_tile_shapes_must_match():
+    check_located(shapes_differ, wp.KernelTypeError, "tile shapes must match", inputs=[wp.zeros(8, dtype=float)])
+
+
+def test_tile_shape_must_be_a_constant():
+    check_located(shape_not_constant, wp.KernelTypeError, "compile-time constant",
+                  inputs=[wp.zeros(8, dtype=float), 8])
+
+
+def test_untile_needs_a_block_wide_tile():
+    check_located(untile_wrong_shape, wp.KernelTypeError, "block size", inputs=[wp.zeros(8, dtype=float)])
+
+
+def test_tile_op_inside_control_flow_that_differs_between_lanes():
+    check_located(tile_op_in_lane_branch, wp.KernelTypeError, "every lane must reach",
+                  inputs=[wp.zeros(8, dtype=float)])
+
+
+def test_matmul_shapes():
+    check_located(matmul_shapes, wp.KernelTypeError, "cannot multiply tiles of shapes (4, 3) and (4, 3)",
+                  inputs=[wp.zeros((4, 3), dtype=float)])
+
+
+def test_store_of_another_dtype():
+    check_located(store_wrong_dtype, wp.KernelTypeError, "cannot store a tile of float32",
+                  inputs=[wp.zeros(4, dtype=wp.float64)])
+
+
+def test_reduction_axis_out_of_range():
+    check_located(bad_axis, wp.KernelTypeError, "axis 2 is out of range",
+                  inputs=[wp.zeros((2, 2), dtype=float), wp.zeros(2, dtype=float)])
+
+
+def test_storage_must_be_register_or_shared():
+    check_located(bad_storage, wp.KernelTypeError, "'register' or 'shared'", inputs=[wp.zeros(4, dtype=float)])
+
+
+@wp.kernel
+def huge(a: wp.array2d(dtype=float)):
+    t = wp.tile_load(a, shape=(640, 640), storage="shared")
+    wp.tile_store(a, t)
+
+
+def test_too_much_shared_memory_is_refused_before_launching():
+    a = wp.zeros((4, 4), dtype=float)
+    with pytest.raises(wp.LaunchError, match=r"kernel '.*huge' needs 1638400 bytes .* limit is 1048576"):
+        wp.launch_tiled(huge, dim=[1], inputs=[a], block_dim=32, device="cpu")
+
+
+@wp.kernel
+def small(a: wp.array(dtype=float)):
+    t = wp.tile_load(a, shape=4)
+    wp.tile_store(a, t * 2.0)
+
+
+@pytest.mark.parametrize("block_dim", [2000, 1.5])
+def test_block_dim_must_be_a_small_int(block_dim):
+    a = wp.array(np.ones(4, dtype=np.float32))
+    with pytest.raises(wp.LaunchError, match="block_dim must be an int from 1 to 1024"):
+        wp.launch_tiled(small, dim=[1], inputs=[a], block_dim=block_dim, device="cpu")
+    np.testing.assert_array_equal(a.numpy(), np.ones(4))  # nothing ran
+
+
+def test_launch_tiled_dim_rank():
+    a = wp.zeros(4, dtype=float)
+    with pytest.raises(wp.LaunchError, match="1 to 3 dimensions"):
+        wp.launch_tiled(small, dim=[1, 1, 1, 1], inputs=[a], block_dim=8, device="cpu")
