@@ -34,6 +34,14 @@ template <typename X> TW_FUNC typename X::value_type& tile_ref(X& t, int lin) {
     return t.at(lin, lin);
 }
 
+// adjoint of an element write: the written value takes the element's adjoint, and the element's old
+// value, overwritten, has none left (Warp's semantics)
+template <typename X> TW_FUNC typename X::value_type tile_take(X& adj_t, int lin) {
+    const typename X::value_type g = tile_ref(adj_t, lin);
+    tile_ref(adj_t, lin) = typename X::value_type();
+    return g;
+}
+
 // adjoint of an element read: the element's adjoint receives this lane's share
 template <typename X> TW_FUNC void adj_tile_get(X& adj_t, int lin, const typename X::value_type& g) {
     detail::atomic_accum(&tile_ref(adj_t, lin), g);

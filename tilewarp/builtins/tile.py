@@ -425,6 +425,8 @@ def _adj_element_write(a, adj, adj_ret, template):
     t, *idx, x = a
     (op,) = template
     where = f"tw::tile_index<typename tw::decay_t<decltype({t})>::shape>({', '.join(idx)})"
+    if op == "set":  # the overwritten element's old value gets no gradient
+        return f"{adj[-1]} = tw::add({adj[-1]}, tw::tile_take({adj[0]}, {where}))"
     sign = "sub" if op == "sub" else "add"
     return f"{adj[-1]} = tw::{sign}({adj[-1]}, tw::tile_get({adj[0]}, {where}))"
 
