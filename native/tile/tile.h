@@ -139,19 +139,25 @@ template <typename D, typename V> TW_FUNC void tile_arange(D& out, V start, V st
 }
 // tile(x): a value the same in every lane fills the tile; per-lane values (C per thread) give lane
 // l = t + c P element l, slot c of thread t
-template <typename D> TW_FUNC void tile_from(D& out, const typename D::value_type& x) {
-    tile_fill_with(out, [&](int, int) { return x; });
+// `active`: the block's lanes inside the launch (all but in the last block); the others' elements are 0
+template <typename D> TW_FUNC void tile_from(D& out, const typename D::value_type& x, int active) {
+    constexpr int BD = D::shape::extent(D::shape::ndim - 1);
+    tile_fill_with(out, [&](int, int e) { return e % BD < active ? x : typename D::value_type(); });
 }
-template <typename D, int C> TW_FUNC void tile_from(D& out, const typename D::value_type (&lanes)[C]) {
-    tile_fill_with(out, [&](int r, int) { return lanes[r]; });
+template <typename D, int C> TW_FUNC void tile_from(D& out, const typename D::value_type (&lanes)[C], int active) {
+    tile_fill_with(out, [&](int r, int e) { return e < active ? lanes[r] : typename D::value_type(); });
 }
 // tile(v) of a vector or matrix without preserve_type: shape (components, BD), component k of
 // lane l at element k * BD + l, which thread t holds in slot k * C + c
-template <typename D, typename V> TW_FUNC void tile_from_split(D& out, const V& x) {
-    tile_fill_with(out, [&](int r, int e) { return detail::flat(x)[e / (D::size / (int)(sizeof(V) / sizeof(typename D::value_type)))]; });
+template <typename D, typename V> TW_FUNC void tile_from_split(D& out, const V& x, int active) {
+    constexpr int BD = D::size / (int)(sizeof(V) / sizeof(typename D::value_type));
+    tile_fill_with(out, [&](int, int e) { return e % BD < active ? detail::flat(x)[e / BD] : typename D::value_type(); });
 }
-template <typename D, typename V, int C> TW_FUNC void tile_from_split(D& out, const V (&lanes)[C]) {
-    tile_fill_with(out, [&](int r, int) { return detail::flat(lanes[r % C])[r / C]; });
+template <typename D, typename V, int C> TW_FUNC void tile_from_split(D& out, const V (&lanes)[C], int active) {
+    constexpr int BD = D::size / (int)(sizeof(V) / sizeof(typename D::value_type));
+    tile_fill_with(out, [&](int r, int e) {
+        return e % BD < active ? detail::flat(lanes[r % C])[r / C] : typename D::value_type();
+    });
 }
 // untile(t): each of the thread's lanes receives its element (or its components)
 template <typename X, int C> TW_FUNC void untile(typename X::value_type (&out)[C], const X& t) {
@@ -234,18 +240,19 @@ TW_FUNC void adj_elem(X& adj, int, int, const X& g) {
 template <typename D, typename V> TW_FUNC void adj_tile_full(V& adj_value, const D& adj_out) {
     TW_FOR_OWNED(D::size, D::threads, r, e) adj_value = add(adj_value, cast<V>(adj_out.at(r, e)));
 }
-template <typename D> TW_FUNC void adj_tile_from(typename D::value_type& adj_x, const D& adj_out) {
-    TW_FOR_OWNED(D::size, D::threads, r, e) adj_x = add(adj_x, adj_out.at(r, e));
+template <typename D> TW_FUNC void adj_tile_from(typename D::value_type& adj_x, const D& adj_out, int active) {
+    constexpr int BD = D::shape::extent(D::shape::ndim - 1);
+    TW_FOR_OWNED(D::size, D::threads, r, e) if (e % BD < active) adj_x = add(adj_x, adj_out.at(r, e));
 }
-template <typename D, int C> TW_FUNC void adj_tile_from(typename D::value_type (&adj_x)[C], const D& adj_out) {
+template <typename D, int C> TW_FUNC void adj_tile_from(typename D::value_type (&adj_x)[C], const D& adj_out, int) {
     block_sync();
     for (int c = 0; c < C; ++c) adj_x[c] = add(adj_x[c], adj_out.at(c, lane_index() + c * D::threads));
 }
-template <typename D, typename V> TW_FUNC void adj_tile_from_split(V& adj_x, const D& adj_out) {
+template <typename D, typename V> TW_FUNC void adj_tile_from_split(V& adj_x, const D& adj_out, int active) {
     constexpr int K = (int)(sizeof(V) / sizeof(typename D::value_type)), BD = D::size / K;
-    TW_FOR_OWNED(D::size, D::threads, r, e) detail::flat(adj_x)[e / BD] += adj_out.at(r, e);
+    TW_FOR_OWNED(D::size, D::threads, r, e) if (e % BD < active) detail::flat(adj_x)[e / BD] += adj_out.at(r, e);
 }
-template <typename D, typename V, int C> TW_FUNC void adj_tile_from_split(V (&adj_x)[C], const D& adj_out) {
+template <typename D, typename V, int C> TW_FUNC void adj_tile_from_split(V (&adj_x)[C], const D& adj_out, int) {
     constexpr int K = (int)(sizeof(V) / sizeof(typename D::value_type)), BD = D::size / K;
     block_sync();
     for (int c = 0; c < C; ++c)

@@ -249,3 +249,9 @@ def test_loops_carrying_tiles(device, rng):
     exact gradients through the loop checkpoints (the tiles chapter's GEMM pattern)."""
     a, b = arr(rng, (4, 9), device), arr(rng, (9, 2), device)
     check("g_loops", (2, BD), [a, b], [zeros(2, device), zeros((4, 2), device)], device)
+
+
+def test_partial_last_block(device, rng):
+    """A launch that ends inside a block: the lanes past it give zeros to tile(x) and get no gradient."""
+    n = BD + 3
+    check("g_simt", n, [arr(rng, n, device)], [zeros(n, device)], device)

@@ -105,12 +105,12 @@ def _tile_from_value(args, template):
 def _tile_cpp(a, template):
     dst, x = a
     split = not template[0] and template[2]
-    return f"tw::tile_from{'_split' if split else ''}({dst}, {x})"
+    return f"tw::tile_from{'_split' if split else ''}({dst}, {x}, tw_active)"  # lanes past the launch give 0
 
 
 def _adj_tile(a, adj, adj_ret, template):
     split = not template[0] and template[2]
-    return f"tw::adj_tile_from{'_split' if split else ''}({adj[1]}, {adj_ret})"
+    return f"tw::adj_tile_from{'_split' if split else ''}({adj[1]}, {adj_ret}, tw_active)"
 
 
 def _untile(args, template):

@@ -82,7 +82,9 @@ def prologue(smem_bytes: int, block: BlockShape, lane_returns: bool = False) -> 
     lines = [f"TW_BLOCK_SMEM({smem_bytes});",
              "const int64_t tw_base = block * tw_block_dim;",
              "const int64_t task = tw_base;  // lane 0's: what a uniform wp.tid() reads",
-             "(void)task;"]
+             "const int tw_active = args.bounds.size - tw_base < tw_block_dim ? (int)(args.bounds.size - tw_base)"
+             " : tw_block_dim;  // lanes inside the launch",
+             "(void)task; (void)tw_active;"]
     for k, n in sorted(block.lane_tids):
         first = "tw::tid_first(args.bounds, tw_base)" if n == 1 else f"tw::tid<{k}, {n}>(args.bounds, tw_base)"
         lines.append(f"const int32_t tw_tid_{k}_{n} = {first};")

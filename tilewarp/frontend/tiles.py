@@ -215,6 +215,8 @@ def lower_tile_call(lw, name: str, node):
 
 
 _NOT_MINE = object()
+#: tile_reduce with these builtins is the named reduction (which has a gradient)
+_REDUCE_AS = {"add": "tile_sum", "min": "tile_min", "max": "tile_max"}
 
 
 def _construction(lw, name, a, node):
@@ -271,6 +273,9 @@ def _compute(lw, name, a, node):
         return lw.call(name, [a["a"]], node, (_axis(lw, a["a"], a["axis"], node),))
     if name == "tile_reduce":
         t = a["a"]
+        named = _REDUCE_AS.get(getattr(a["op"], "name", None)) if getattr(a["op"], "type_rule", None) else None
+        if named is not None:  # wp.add / wp.min / wp.max: the reductions that have gradients
+            return lw.call(named, [t], node, (_axis(lw, t, a["axis"], node),))
         op = element_op(lw, a["op"], [t.type.dtype if T.is_tile(t.type) else t.type] * 2, node)
         return lw.call(name, [t], node, (op, _axis(lw, t, a["axis"], node)))
     if name == "tile_squeeze":
