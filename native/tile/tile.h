@@ -133,9 +133,11 @@ template <typename D, typename V> TW_FUNC void tile_full(D& out, const V& value)
 template <typename D> TW_FUNC void tile_zero(D& out) {
     tile_fill_with(out, [&](int, int) { return typename D::value_type(); });
 }
+// computed in the tile's type, as the length was counted from bounds rounded to it
 template <typename D, typename V> TW_FUNC void tile_arange(D& out, V start, V step) {
     typedef typename D::value_type T;
-    tile_fill_with(out, [&](int, int e) { return cast<T>(start + step * (V)e); });
+    const T s = cast<T>(start), d = cast<T>(step);
+    tile_fill_with(out, [&](int, int e) { return add(s, mul(d, cast<T>(e))); });
 }
 // tile(x): a value the same in every lane fills the tile; per-lane values (C per thread) give lane
 // l = t + c P element l, slot c of thread t

@@ -113,6 +113,12 @@ def _adj_tile(a, adj, adj_ret, template):
     return f"tw::adj_tile_from{'_split' if split else ''}({adj[1]}, {adj_ret}, tw_active)"
 
 
+def _arange_cpp(a, template):
+    """Bounds as one C++ type: 64-bit integers for integer tiles, doubles for float ones."""
+    kind = "int64_t" if isinstance(template[3], int) else "double"
+    return f"tw::tile_arange({a[0]}, ({kind}){template[3]!r}, ({kind}){template[4]!r})"
+
+
 def _untile(args, template):
     (t,), block_dim = args, template[0]
     _tile(t)
@@ -500,7 +506,7 @@ def _entries():
     add(Builtin("tile_full", _construct, "tw::tile_full", emit=_into("tw::tile_full"),
                 adjoint_emit=lambda a, adj, r, t: f"tw::adj_tile_full({adj[1]}, {r})", unify_literals=False))
     add(Builtin("tile_arange", _construct, "tw::tile_arange", differentiable=False,
-                emit=lambda a, t: f"tw::tile_arange({a[0]}, {t[3]!r}, {t[4]!r})"))
+                emit=_arange_cpp))
     add(Builtin("tile_from_thread", _from_thread, "tw::tile_from_lane", differentiable=False, unify_literals=False,
                 emit=_into("tw::tile_from_lane")))
     add(Builtin("_tile_gather", _gather, "tw::tile_gather",

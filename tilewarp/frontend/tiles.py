@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import ast
 import builtins as py
+import math
+
+import numpy as np
 
 from .. import types as T
 from ..builtins import REGISTRY
@@ -504,30 +507,69 @@ def _axpy(lw, a, node):
     return None
 
 
+_ARANGE_NAMES = {1: ("stop",), 2: ("start", "stop"), 3: ("start", "stop", "step")}
+
+
 def _tile_arange(lw, node):
+    """``tile_arange(stop)`` / ``(start, stop[, step], dtype=float32, storage=)``: the bounds are
+    constants, rounded to ``dtype`` before the length is counted (as the fill computes in it)."""
     loc = lw.src.loc(node)
     kw = {k.arg: k.value for k in node.keywords}
     if set(kw) - {"dtype", "storage"}:
         raise KernelTypeError(f"tile_arange() got an unexpected argument '{sorted(set(kw) - {'dtype', 'storage'})[0]}'",
                               loc)
-    values = [constant(lw, a) for a in node.args]
-    if not 1 <= len(values) <= 3 or not all(isinstance(int_or(v), (py.int, py.float)) for v in values):
-        raise KernelTypeError("tile_arange() takes (stop), (start, stop) or (start, stop, step) constants", loc)
-    values = [int_or(v) for v in values]
+    if not 1 <= len(node.args) <= 3:
+        raise KernelTypeError(f"tile_arange() accepts at most 3 positional arguments, got {len(node.args)}", loc)
+    values = []
+    for name, arg in zip(_ARANGE_NAMES[len(node.args)], node.args):
+        try:
+            v = int_or(constant(lw, arg))
+        except KernelTypeError:
+            raise KernelTypeError(f"tile_arange() arguments must be compile time constants, but {name} is not",
+                                  loc) from None
+        if isinstance(v, py.bool) or not isinstance(v, (py.int, py.float)):
+            raise KernelTypeError(f"tile_arange(): {name} must be a number, got {v!r}", loc)
+        values.append(v)
     start, stop, step = (0, values[0], 1) if len(values) == 1 else (*values, 1)[:3]
     dtype = _convert(lw, "dtype", constant(lw, kw["dtype"]), kw["dtype"], "dtype") if "dtype" in kw else T.float32
     storage = _convert(lw, "storage", constant(lw, kw["storage"]), kw["storage"], "storage") if "storage" in kw \
         else "register"
+    if not T.is_scalar(dtype) or dtype is T.bool_:
+        raise KernelTypeError(f"tile_arange(): dtype must be an integer or float type, got {T.type_name(dtype)}", loc)
+    start, stop, step = _arange_bounds(start, stop, step, dtype, loc)
     if step == 0:
-        raise KernelTypeError("tile_arange(): step must not be zero", loc)
-    if T.is_int(dtype) and any(float(v) != int(v) for v in (start, stop, step)):
-        raise KernelTypeError(f"tile_arange(): bounds {values} are not whole numbers for {T.type_name(dtype)}", loc)
-    n = -(-(stop - start) // step) if isinstance(step, py.int) and isinstance(start, py.int) and \
-        isinstance(stop, py.int) else int(-((start - stop) // step))
+        raise KernelTypeError("tile_arange(): step cannot be zero (in the output type)", loc)
+    n = -(-(stop - start) // step) if T.is_int(dtype) else math.ceil((stop - start) / step)
     if n <= 0:
-        raise KernelTypeError(f"tile_arange({', '.join(map(str, values))}) is empty", loc)
-    kind = float if T.is_float(dtype) else int
-    return lw.call("tile_arange", [], node, ((n,), dtype, storage, kind(start), kind(step)))
+        raise KernelTypeError(f"tile_arange({', '.join(map(str, values))}) needs a non-empty range", loc)
+    return lw.call("tile_arange", [], node, ((int(n),), dtype, storage, start, step))
+
+
+def _arange_bounds(start, stop, step, dtype, loc):
+    """The bounds as ``dtype`` holds them: exact integers in range, or floats rounded to ``dtype``."""
+    if T.is_int(dtype):
+        out = []
+        for v in (start, stop, step):
+            if isinstance(v, py.float) and (not math.isfinite(v) or v != int(v)):
+                raise KernelTypeError(f"tile_arange(): {v!r} is not a whole number, as {T.type_name(dtype)} needs",
+                                      loc)
+            out.append(int(v))
+        info = np.iinfo(dtype._np_)
+        first, n = out[0], max(0, -(-(out[1] - out[0]) // out[2]) if out[2] else 0)
+        last = first + (n - 1) * out[2] if n else first
+        if not (info.min <= first <= info.max and info.min <= last <= info.max):
+            raise KernelTypeError(f"tile_arange(): the range from {first} to {last} cannot be represented in "
+                                  f"{T.type_name(dtype)}", loc)
+        return tuple(out)
+    for v in (start, stop, step):
+        if isinstance(v, py.int) and not -(2**64) < v < 2**64:
+            raise KernelTypeError(f"tile_arange(): the integer bound {v} is too wide to carry exactly; write it "
+                                  f"as a float ({float(v)!r})", loc)
+    with np.errstate(over="ignore"):
+        out = tuple(float(dtype._np_.type(v)) for v in (start, stop, step))
+    if not all(math.isfinite(v) for v in out):
+        raise KernelTypeError(f"tile_arange(): the bounds {out} are not finite in {T.type_name(dtype)}", loc)
+    return out
 
 
 def element_op(lw, fn, arg_types, node) -> ElementOp:
