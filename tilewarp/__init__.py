@@ -10,7 +10,7 @@ from .errors import (  # noqa: E402,F401
     CompileError, CudaError, DeviceError, KernelError, KernelSyntaxError, KernelTypeError, LaunchError,
     AutodiffError, TapeError, TileWarpError)
 from .errors import KernelRuntimeError  # noqa: E402,F401
-from .module_options import get_module_options, set_module_options  # noqa: E402,F401
+from .module_options import Module, get_module, get_module_options, set_module_options  # noqa: E402,F401
 from .runtime.indexedarray import (  # noqa: E402,F401
     indexedarray, indexedarray1d, indexedarray2d, indexedarray3d, indexedarray4d)
 from .generics import overload  # noqa: E402,F401

@@ -130,10 +130,14 @@ _IN_PROGRESS = object()
 class Kernel:
     """A ``@wp.kernel``: lowered at first use, compiled once per device (cached on disk)."""
 
-    def __init__(self, fn, enable_backward=None, module=None, key=None, module_options=None):
+    def __init__(self, fn=None, enable_backward=None, module=None, key=None, module_options=None, func=None):
+        fn = fn if fn is not None else func  # wp.Kernel(func=f, key=..., module=wp.get_module(...)), as Warp
+        if fn is None:
+            raise TypeError("wp.Kernel() needs the kernel's Python function (func=...)")
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.key = key or fn.__qualname__
+        module = getattr(module, "name", module)  # a Module from wp.get_module
         self.module = module if isinstance(module, str) else fn.__module__
         self.options = {"enable_backward": enable_backward}
         self.module_options = check_kernel_options(fn, module, module_options)  # module="unique" only

@@ -115,3 +115,30 @@ def option(kernel, name: str):
         opts = _OPTIONS.get(kernel.module)
         value = opts.get(name) if opts else None
     return DEFAULTS.get(name) if value is None else value
+
+
+class Module:
+    """Warp's ``wp.get_module(name)``: a module by name, whose ``options`` are its module options
+    (kernels made with ``wp.Kernel(func, module=...)`` or defined in that Python module use them)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    @property
+    def options(self) -> dict:
+        return _options_of(self.name)
+
+    def __repr__(self):
+        return f"Module({self.name!r})"
+
+
+_MODULES: dict = {}
+
+
+def get_module(name) -> Module:
+    """The module named ``name`` (a Python module's ``__name__``, or any key), created on first use."""
+    name = name if isinstance(name, str) else name.__name__
+    mod = _MODULES.get(name)
+    if mod is None:
+        mod = _MODULES[name] = Module(name)
+    return mod

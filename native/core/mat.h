@@ -103,6 +103,17 @@ template <int R, int C, typename T> TW_FUNC mat_t<R, C, T> div(const mat_t<R, C,
         for (int j = 0; j < C; ++j) r.c[i][j] = div(a.c[i][j], s);
     return r;
 }
+template <int R, int C, typename T> TW_FUNC mat_t<R, C, T> div(T s, const mat_t<R, C, T>& a) {  // s / a[i][j]
+    mat_t<R, C, T> r;
+    for (int i = 0; i < R; ++i)
+        for (int j = 0; j < C; ++j) r.c[i][j] = div(s, a.c[i][j]);
+    return r;
+}
+template <int R, int C, typename T>
+TW_FUNC void adj_div(T s, const mat_t<R, C, T>& a, T& adj_s, mat_t<R, C, T>& adj_a, const mat_t<R, C, T>& adj_ret) {
+    for (int i = 0; i < R; ++i)
+        for (int j = 0; j < C; ++j) adj_div(s, a.c[i][j], adj_s, adj_a.c[i][j], adj_ret.c[i][j]);
+}
 
 // Warp's lerp also takes matrices (the type rule accepts them).
 template <int R, int C, typename T>

@@ -255,3 +255,26 @@ def test_partial_last_block(device, rng):
     """A launch that ends inside a block: the lanes past it give zeros to tile(x) and get no gradient."""
     n = BD + 3
     check("g_simt", n, [arr(rng, n, device)], [zeros(n, device)], device)
+
+
+SCALAR_OVER_MATRIX = '''
+import WP as wp
+
+
+@wp.kernel
+def s_over_m(s: wp.array(dtype=wp.float64), m: wp.array(dtype=wp.mat22d), out: wp.array(dtype=wp.mat22d)):
+    i = wp.tid()
+    out[i] = s[i] / m[i]
+'''
+
+
+def test_scalar_over_matrix(device, rng):
+    """s / M element by element (as Warp's, used by tiles of matrices): values and gradient."""
+    mod = load_module(SCALAR_OVER_MATRIX, "tilewarp")
+    s = arr(rng, 3, device, lo=0.5, hi=2.0)
+    m = wp.array(rng.uniform(1.0, 2.0, size=(3, 2, 2)), dtype=wp.mat22d, device=device, requires_grad=True)
+    out = zeros(3, device, wp.mat22d)
+    wp.launch(mod.s_over_m, dim=3, inputs=[s, m, out], device=device)
+    np.testing.assert_allclose(out.numpy(), s.numpy()[:, None, None] / m.numpy(), rtol=1e-12)
+    assert wp.autograd.gradcheck(mod.s_over_m, dim=3, inputs=[s, m], outputs=[zeros(3, device, wp.mat22d)],
+                                 device=device, raise_exception=False, show_summary=False, **TOL)

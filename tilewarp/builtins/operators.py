@@ -49,8 +49,8 @@ def _div(args, template):
         fail(f"operands have different scalar types ({names(args)})")
     if T.is_scalar(b) and (T.is_scalar(a) or T.is_composite(a)):
         return a
-    if T.is_scalar(a) and (T.is_vector(b) or T.is_quaternion(b)):
-        return b
+    if T.is_scalar(a) and (T.is_vector(b) or T.is_quaternion(b) or T.is_matrix(b)):
+        return b  # s / v and s / m: element by element
     fail(f"unsupported operands for '/': ({names(args)})")
 
 

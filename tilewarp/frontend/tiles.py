@@ -630,7 +630,26 @@ def map_values(lw, fn, args, node):
 
 def tile_operator(lw, name, args, node):
     """``a + b``, ``t * 2.0``, ``-t`` on tiles: the scalar builtin mapped over the elements."""
+    if name in ("mul", "div") and len(args) == 2:
+        _check_scalar_operand(lw, name, *args, node)
     return map_values(lw, REGISTRY[name], args, node)
+
+
+def _describe_operand(t) -> str:
+    return f"tile<{T.type_name(t.dtype)}, {t.shape}>" if T.is_tile(t) else T.type_name(t)
+
+
+def _check_scalar_operand(lw, name, a, b, node):
+    """Warp's rule for ``*`` and ``/`` with tiles: at least one side's elements are scalars."""
+    ea, eb = (v.type.dtype if T.is_tile(v.type) else v.type for v in (a, b))
+    if T.is_scalar(ea) or T.is_scalar(eb):
+        return
+    verb = "multiply" if name == "mul" else "divide"
+    if T.is_tile(a.type) and T.is_tile(b.type):
+        raise KernelTypeError(f"cannot {verb} two tiles of {T.type_name(ea)} and {T.type_name(eb)}: the element "
+                              "type must be scalar on one side", lw.src.loc(node))
+    raise KernelTypeError(f"Cannot {verb} {_describe_operand(a.type)} by {_describe_operand(b.type)}: at least one "
+                          "operand must be a scalar type", lw.src.loc(node))
 
 
 # ---- indexing ------------------------------------------------------------------------------------
