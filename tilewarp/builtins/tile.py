@@ -148,7 +148,7 @@ def _gather(args, template):
     (axis,) = template
     _tile(t)
     if not T.is_tile(idx) or len(idx.shape) != 1 or not T.is_int(idx.dtype):
-        fail(f"a tile index must be a 1-d tile of integers, got {T.type_name(idx)}")
+        fail(f"indexing along an axis needs a 1-d integer index tile, got {T.type_name(idx)}")
     shape = list(t.shape)
     shape[axis] = idx.shape[0]
     return T.TileType(t.dtype, tuple(shape))
@@ -376,9 +376,12 @@ def _view_cpp(a, template):
 def _assign(args, template):
     dst, src, *offsets = args
     _tile(dst, "dst")
-    _tile(src, "src")
+    if not T.is_tile(src):
+        fail(f"assigning into a tile (region) requires a tile of matching shape, got {T.type_name(src)}")
     if len(src.shape) != len(dst.shape):
         fail(f"src and dst must have as many dimensions, got {src.shape} and {dst.shape}")
+    if any(s > d for s, d in zip(src.shape, dst.shape)):  # could never fit: every write would leave dst
+        fail(f"a tile of shape {src.shape} does not fit in one of shape {dst.shape}")
     if any(not T.is_int(o) for o in offsets) or len(offsets) != len(dst.shape):
         fail(f"takes one integer offset per dimension ({len(dst.shape)}), got ({names(offsets)})")
     if not (T.is_scalar(dst.dtype) and T.is_scalar(src.dtype)) and dst.dtype != src.dtype:

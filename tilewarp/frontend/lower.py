@@ -296,12 +296,12 @@ class Lowerer:
         from .slices import has_slice, lower_slice
 
         if has_slice(node):  # a[1:3], a[i, ::2]: a view
-            owner = self.visit(node.value) if isinstance(node.value, ast.Name) else None
-            if isinstance(owner, ir.Value) and T.is_tile(owner.type):  # t[1:3]: a view of the tile
+            owner = self.value(node.value)
+            if T.is_tile(owner.type):  # t[1:3]: a view of the tile
                 from .tiles import tile_subscript
 
                 return tile_subscript(self, owner, node)
-            return lower_slice(self, node)
+            return lower_slice(self, node, owner)
         base = self.value(node.value)
         if T.is_tile(base.type):
             from .tiles import tile_subscript

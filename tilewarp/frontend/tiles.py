@@ -348,7 +348,10 @@ def _view(lw, t, entries, shape, node):
     if not T.is_tile(t.type):
         raise KernelTypeError(f"tile_view() needs a tile, got {T.type_name(t.type)}", lw.src.loc(node))
     if shape is None:
-        return view_of(lw, t, entries, node)
+        return view_of(lw, t, entries, node, wrap=False)
+    if any(isinstance(_as_slice(lw, e), ast.Slice) for e in entries):
+        raise KernelTypeError("tile_view(): 'shape' together with a slice offset is ambiguous: give integer "
+                              "offsets with a shape, or slices alone", lw.src.loc(node))
     full = t.type.shape
     if len(shape) != len(full) or len(entries) != len(full) or any(isinstance(e, ast.Slice) for e in entries):
         raise KernelTypeError(f"tile_view(t, offset, shape): one integer offset and extent per dimension of the "
@@ -369,38 +372,59 @@ def _gather_entries(lw, t, entries, values, node):
     return lw.call("_tile_gather", [t, values[tiles[0]]], node, (tiles[0],))
 
 
-def view_of(lw, t, entries, node):
+def _as_slice(lw, e):
+    """``slice(a, b, c)`` written as a call (tile_view's offsets) is the slice ``a:b:c``."""
+    if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id == "slice" and not e.keywords \
+            and lw.src.lookup("slice") is slice and e.func.id not in lw.symbols:
+        parts = list(e.args) + [None] * (3 - len(e.args))
+        lower, upper, step = (None, parts[0], None) if len(e.args) == 1 else parts[:3]
+        return ast.Slice(lower=lower, upper=upper, step=step)
+    return e
+
+
+def view_of(lw, t, entries, node, wrap=True):
     """``t[...]`` with fewer integers than dimensions, or with slices: a view (no copy); with one
-    entry an integer tile (``t[idx, :]``), a copy gathering those entries along its axis."""
+    entry an integer tile (``t[idx, :]``), a copy gathering those entries along its axis. ``wrap``:
+    negative integers count from the end (subscripts; tile_view's offsets do not)."""
     full, loc = t.type.shape, lw.src.loc(node)
+    entries = [_as_slice(lw, e) for e in entries]
     if len(entries) > len(full):
         raise KernelTypeError(f"a {len(full)}-d tile indexed with {len(entries)} entries", loc)
     values = [None if isinstance(e, ast.Slice) else lw.value(e) for e in entries]  # lowered once
+    for v in values:
+        if v is not None and not T.is_tile(v.type) and not T.is_int(v.type):
+            raise KernelTypeError(f"tile indices must be integers or slices, got {T.type_name(v.type)}", loc)
     gathers = [k for k, v in enumerate(values) if isinstance(v, ir.Value) and T.is_tile(v.type)]
     if gathers:
         k = gathers[0]
         full_slices = all(isinstance(e, ast.Slice) and e.lower is None and e.upper is None and e.step is None
                           for j, e in enumerate(entries) if j != k)
         if len(gathers) > 1 or not full_slices:
-            raise KernelTypeError("indexing a tile with a tile of indices takes one index tile and full slices "
-                                  "(t[idx, :]) elsewhere", loc)
+            raise KernelTypeError("indexing a tile with an integer index tile requires ':' on all other axes "
+                                  "(t[idx, :])", loc)
         return lw.call("_tile_gather", [t, values[k]], node, (k,))
     spec, shape, indices = [], [], []
     for k, e in enumerate(entries):
         if isinstance(e, ast.Slice):
-            parts = [None if p is None else constant(lw, p) for p in (e.lower, e.upper, e.step)]
-            if any(p is not None and not isinstance(int_or(p), py.int) for p in parts):
-                raise KernelTypeError("tile slice bounds must be constant integers", loc)
+            try:
+                parts = [None if p is None else constant(lw, p) for p in (e.lower, e.upper, e.step)]
+            except KernelTypeError:
+                raise KernelTypeError("tile slice bounds must be compile-time constant integers", loc) from None
+            if any(p is not None and (isinstance(int_or(p), py.bool) or not isinstance(int_or(p), py.int))
+                   for p in parts):
+                raise KernelTypeError("tile indices must be integers or slices (slice bounds constant integers)",
+                                      loc)
             start, stop, step = slice(*[None if p is None else int_or(p) for p in parts]).indices(full[k])
             n = len(range(start, stop, step))
             if n <= 0:
-                raise KernelTypeError(f"the slice of dimension {k} (extent {full[k]}) is empty", loc)
+                raise KernelTypeError(f"the slice of dimension {k} (extent {full[k]}) is empty: a zero-length "
+                                      "tile", loc)
             spec.append(("s", start, step))
             shape.append(n)
         else:
             i = _as_int32(lw, values[k], node)
-            if i.is_const and not -full[k] <= i.const < full[k]:
-                raise KernelTypeError(f"index {i.const} is out of range for dimension {k} (extent {full[k]})", loc)
+            if i.is_const and not (-full[k] if wrap else 0) <= i.const < full[k]:
+                raise KernelTypeError(f"index {i.const} is out of bounds for dimension {k} (extent {full[k]})", loc)
             spec.append(("i",))
             indices.append(i)
     shape += list(full[len(entries):])
