@@ -142,3 +142,87 @@ template <int Axis, typename X, typename I, typename D> TW_FUNC void adj_tile_ga
     });
 }
 }  // namespace tw
+
+// ---- print(t): lane 0 prints the whole tile, nested brackets per dimension, then its shape and storage
+namespace tw {
+namespace detail {
+TW_FUNC void print_elem(float x) { ::printf("%g", (double)x); }
+TW_FUNC void print_elem(double x) { ::printf("%g", x); }
+TW_FUNC void print_elem(half x) { ::printf("%g", (double)(float)x); }
+TW_FUNC void print_elem(bool x) { ::printf("%s", x ? "True" : "False"); }
+TW_FUNC void print_elem(int8_t x) { ::printf("%d", (int)x); }
+TW_FUNC void print_elem(int16_t x) { ::printf("%d", (int)x); }
+TW_FUNC void print_elem(int32_t x) { ::printf("%d", x); }
+TW_FUNC void print_elem(int64_t x) { ::printf("%lld", (long long)x); }
+TW_FUNC void print_elem(uint8_t x) { ::printf("%u", (unsigned)x); }
+TW_FUNC void print_elem(uint16_t x) { ::printf("%u", (unsigned)x); }
+TW_FUNC void print_elem(uint32_t x) { ::printf("%u", x); }
+TW_FUNC void print_elem(uint64_t x) { ::printf("%llu", (unsigned long long)x); }
+template <int N, typename T> TW_FUNC void print_elem(const vec_t<N, T>& v) {
+    ::printf("[");
+    for (int i = 0; i < N; ++i) {
+        if (i) ::printf(" ");
+        print_elem(v.c[i]);
+    }
+    ::printf("]");
+}
+template <int R, int C, typename T> TW_FUNC void print_elem(const mat_t<R, C, T>& m) {
+    ::printf("[");
+    for (int i = 0; i < R; ++i) {
+        if (i) ::printf(" ");
+        print_elem(*(const vec_t<C, T>*)m.c[i]);
+    }
+    ::printf("]");
+}
+}  // namespace detail
+
+template <typename X> TW_FUNC void tile_print(const X& t) {
+    typedef typename X::value_type T;
+    typedef typename X::shape S;
+#if TW_IS_CUDA
+    __shared__ __align__(16) unsigned char raw[sizeof(T)];
+#endif
+    block_sync();
+    for (int e = 0; e < S::size; ++e) {
+#if TW_IS_CUDA
+        if (!X::shared) {  // a register element is in its owner's registers: through shared memory
+            if (lane_index() == e % X::threads) *(T*)raw = t.at(e / X::threads, e);
+            __syncthreads();
+        }
+        const T v = X::shared ? t.at(e, e) : *(const T*)raw;
+#else
+        const T v = t.at(e, e);
+#endif
+        if (lane_index() == 0) {
+            if (e > 0) {
+                int closing = 0;
+                for (int k = 0; k < S::ndim - 1; ++k)
+                    if (e % S::stride(k) == 0) ++closing;
+                ::printf(closing ? "" : " ");
+                for (int k = 0; k < closing; ++k) ::printf("]");
+                if (closing) {
+                    ::printf("\n");
+                    for (int k = 0; k < S::ndim - closing; ++k) ::printf(" ");
+                }
+            }
+            int starting = e == 0 ? S::ndim : 0;
+            if (e > 0)
+                for (int k = 0; k < S::ndim - 1; ++k)
+                    if (e % S::stride(k) == 0) ++starting;
+            for (int k = 0; k < starting; ++k) ::printf("[");
+            detail::print_elem(v);
+        }
+#if TW_IS_CUDA
+        if (!X::shared) __syncthreads();
+#endif
+    }
+    if (lane_index() == 0) {
+        ::printf("]");
+        for (int k = 1; k < S::ndim; ++k) ::printf("]");
+        ::printf(" = tile(shape=(");
+        for (int k = 0; k < S::ndim; ++k) ::printf(k ? ",%d" : "%d", S::extent(k));
+        ::printf("), storage=%s)\n", X::shared ? "shared" : "register");
+    }
+    block_sync();
+}
+}  // namespace tw

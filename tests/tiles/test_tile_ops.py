@@ -266,3 +266,27 @@ def test_scatter_add_and_masked(device, rng):
     np.add.at(sums, (i // BD) * 4 + i % 4, np.where(i % 3 != 0, a, 0))
     np.testing.assert_allclose(ours[1], sums, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(ours[2], np.where(i % 2 == 1, 2 * a, 0), rtol=1e-6)
+
+
+PRINT = '''
+import WP as wp
+
+
+@wp.kernel
+def show(x: wp.array2d(dtype=wp.int32)):
+    t = wp.tile_load(x, shape=(2, 3))
+    print(t)
+    wp.print(wp.tile_ones(shape=2, dtype=float, storage="shared"))
+'''
+
+
+def test_print_a_tile(capfd):
+    """Lane 0 prints the whole tile in Warp's format (nested brackets, then shape and storage)."""
+    from conftest import load_module
+
+    mod = load_module(PRINT, "tilewarp")
+    x = mod.wp.array(np.arange(6, dtype=np.int32).reshape(2, 3), dtype=mod.wp.int32, device="cpu")
+    mod.wp.launch_tiled(mod.show, dim=1, inputs=[x], block_dim=8, device="cpu")
+    out = capfd.readouterr().out
+    assert "[[0 1 2]\n [3 4 5]] = tile(shape=(2,3), storage=register)\n" in out
+    assert "[1 1] = tile(shape=(2), storage=shared)\n" in out

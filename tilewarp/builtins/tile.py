@@ -551,6 +551,8 @@ def _entries():
                     adjoint_emit=_adj_element_write if op in ("set", "add", "sub") else None))
     add(Builtin("tile_matmul", _matmul, "tw::tile_matmul", emit=_matmul_cpp, adjoint_emit=_adj_matmul))
     add(Builtin("block_dim", lambda args, template: T.int32, "tw::block_dim", differentiable=False))
+    add(Builtin("tile_print", lambda args, template: _tile(args[0]) and None, "tw::tile_print", side_effect=True,
+                differentiable=False))
     for name in ("tile_dot", "tile_axpy", "tile_scatter_add", "tile_scatter_masked"):
         add(Builtin(name, _composed, "", adjoint_emit=_through_alias))  # composed by the frontend: their
         # gradients are their parts' (tile_map / tile_sum, element updates under the lane's condition)
@@ -567,7 +569,8 @@ INTO = {b.name for b in ENTRIES if b.name not in ("tile_extract", "tile_store", 
                                                   "tile_assign", "tile_store_indexed", "tile_dot", "tile_axpy",
                                                   "tile_scatter_add", "tile_scatter_masked",
                                                   "tile_stack_push", "tile_stack_pop", "tile_stack_count",
-                                                  "tile_stack_clear") and not b.name.startswith("_tile_element_")}
+                                                  "tile_stack_clear", "tile_print")
+        and not b.name.startswith("_tile_element_")}
 #: views: shared tiles over part of another's memory (the adjoint of a view is the same view of the
 #: source's adjoint, so a view needs no adjoint of its own)
 VIEWS = {"tile_view", "tile_transpose"}

@@ -201,6 +201,8 @@ def _print(lw, name, node):
     arg = _value_or_text(lw, node.args[0])
     if isinstance(arg, str):
         return lw.call("print", [], node, (arg,), discard=True)
+    if T.is_tile(arg.type):  # the block's lane 0 prints the whole tile
+        return lw.call("tile_print", [arg], node, discard=True)
     return lw.call("print", [lw.const(arg.const, arg.type) if arg.weak else arg], node, discard=True)
 
 
