@@ -16,6 +16,7 @@ from .runtime.indexedarray import (  # noqa: E402,F401
 from .generics import overload  # noqa: E402,F401
 from .kernel import Function, Kernel, func, func_native, kernel, static  # noqa: E402,F401
 from .types import Float, Int, Scalar  # noqa: E402,F401  (generic annotations)
+from .types import dtype_from_numpy, dtype_to_numpy  # noqa: E402,F401
 from .runtime.array import (  # noqa: E402,F401
     array, array1d, array2d, array3d, array4d, clone, copy, empty, empty_like, from_numpy, full, full_like,
     ones, ones_like, zeros, zeros_like)

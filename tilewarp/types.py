@@ -498,6 +498,17 @@ def ctype_of(t):
     raise TypeError(f"no ctypes layout for {t!r}")
 
 
+def dtype_to_numpy(t):
+    """Warp's ``wp.dtype_to_numpy``: the NumPy scalar type of a tilewarp scalar type (vectors and
+    matrices: of their scalar)."""
+    return scalar_of(value_type(t))._np_.type
+
+
+def dtype_from_numpy(np_dtype):
+    """Warp's ``wp.dtype_from_numpy``: the tilewarp scalar type of a NumPy dtype or scalar type."""
+    return scalar_type(np.dtype(np_dtype))
+
+
 def numpy_dtype(t) -> np.dtype:
     """The numpy dtype of one element of type ``t`` (vectors and matrices as subarrays)."""
     if is_scalar(t) or is_struct(t):  # a struct's _np_ is a structured dtype

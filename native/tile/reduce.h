@@ -117,7 +117,34 @@ struct op_min {
 struct op_max {
     template <typename T> TW_FUNC T operator()(const T& a, const T& b) const { return max(a, b); }
 };
+struct op_mul {
+    template <typename T> TW_FUNC T operator()(const T& a, const T& b) const { return mul(a, b); }
+};
 template <typename D, typename X> TW_FUNC void tile_sum(D& out, const X& t) { tile_reduce(out, t, op_add()); }
+// the product's adjoint: each element gets the adjoint times the product of the others in its row
+// (computed directly, so zeros are handled exactly); the input is shared (or the CPU's whole tile)
+template <typename X, typename D> TW_FUNC void adj_tile_prod(const X& t, X& adj_t, const D& adj_out) {
+    typedef typename X::value_type T;
+    const T g = first_element(adj_out);
+    tile_for<X::size, X::threads>([&](int r, int e) {
+        T p = T(1);
+        for (int j = 0; j < X::size; ++j)
+            if (j != e) p = mul(p, t.at(j, j));
+        adj_t.at(r, e) = add(adj_t.at(r, e), mul(g, p));
+    });
+}
+template <int Axis, typename X, typename D> TW_FUNC void adj_tile_prod_axis(const X& t, X& adj_t, const D& adj_out) {
+    typedef typename X::value_type T;
+    typedef typename X::shape S;
+    constexpr int n = S::extent(Axis), step = S::stride(Axis);
+    tile_for<X::size, X::threads>([&](int r, int e) {
+        const int o = (e / (n * step)) * step + e % step, base = (e / (n * step)) * n * step + e % step;
+        T p = T(1);
+        for (int k = 0; k < n; ++k)
+            if (base + k * step != e) p = mul(p, t.at(base + k * step, base + k * step));
+        adj_t.at(r, e) = add(adj_t.at(r, e), mul(adj_out.at(o, o), p));
+    });
+}
 template <typename D, typename X> TW_FUNC void tile_min(D& out, const X& t) { tile_reduce(out, t, op_min()); }
 template <typename D, typename X> TW_FUNC void tile_max(D& out, const X& t) { tile_reduce(out, t, op_max()); }
 

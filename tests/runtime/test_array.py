@@ -887,3 +887,14 @@ def test_transpose_is_a_view_with_its_gradient():
     np.testing.assert_array_equal(t.numpy(), data.transpose(2, 0, 1))
     assert t.grad.shape == (4, 2, 3)
     np.testing.assert_array_equal(a.transpose().numpy(), data.T)
+
+
+def test_dtype_conversions_match_warp():
+    import numpy as np
+    import tilewarp as wp
+
+    for name in ("float16", "float32", "float64", "int8", "int32", "uint64", "bool"):
+        t = getattr(wp, name)
+        assert wp.dtype_from_numpy(wp.dtype_to_numpy(t)) is t
+    assert wp.dtype_from_numpy(np.dtype("float32")) is wp.float32
+    assert wp.dtype_to_numpy(wp.vec3d) is np.float64

@@ -40,10 +40,10 @@ def g_reductions(a: wp.array2d(dtype=wp.float64), total: wp.array(dtype=wp.float
     i = wp.tid()
     x = wp.tile_load(a, shape=(3, 5), offset=(i * 3, 0))
     wp.tile_atomic_add(total, wp.tile_sum(x * x))
-    wp.tile_store(rows[i], wp.tile_sum(x, axis=1))
+    wp.tile_store(rows[i], wp.tile_sum(x, axis=1) + wp.tile_reduce(wp.mul, x, axis=1))
     wp.tile_store(cols[i], wp.tile_max(x, axis=0))
     ext[i, 0] = wp.tile_min(x)[0]
-    ext[i, 1] = wp.tile_max(x)[0] * 2.0
+    ext[i, 1] = wp.tile_max(x)[0] * 2.0 + wp.tile_reduce(wp.mul, x)[0]
 
 
 @wp.kernel
@@ -182,7 +182,8 @@ def test_load_store_map_arithmetic(device, rng):
 
 
 def test_reductions(device, rng):
-    """tile_sum (whole, axis), tile_max (axis) and tile_min / tile_max: the extreme element gets it."""
+    """tile_sum (whole, axis), tile_max (axis), tile_min / tile_max (the extreme element gets it), and
+    tile_reduce(wp.mul, ...) (whole, axis: the product of the others)."""
     a = arr(rng, (6, 5), device)
     outs = [zeros(1, device), zeros((2, 3), device), zeros((2, 5), device), zeros((2, 2), device)]
     check("g_reductions", (2, BD), [a], outs, device)

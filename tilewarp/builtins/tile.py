@@ -235,6 +235,12 @@ def _adj_select(a, adj, adj_ret, template):
     return f"tw::adj_tile_select({a[1]}, {a[0]}, {adj[1]}, {adj_ret})"
 
 
+def _adj_prod(a, adj, adj_ret, template):
+    if template[-1] is None:
+        return f"tw::adj_tile_prod({a[1]}, {adj[1]}, {adj_ret})"
+    return f"tw::adj_tile_prod_axis<{template[-1]}>({a[1]}, {adj[1]}, {adj_ret})"
+
+
 def _arg_cpp(which):
     def emit(a, template):
         return f"tw::tile_{which}({a[0]}, {a[1]})"
@@ -521,6 +527,8 @@ def _entries():
                 adjoint_emit=_adj_select))
     add(Builtin("tile_max", _reduce_rule(scalars_only=True), "tw::tile_max", emit=_reduce_cpp("tw::op_max()"),
                 adjoint_emit=_adj_select))
+    add(Builtin("_tile_prod", _reduce_rule(scalars_only=True), "tw::tile_reduce", emit=_reduce_cpp("tw::op_mul()"),
+                adjoint_emit=_adj_prod))
     add(Builtin("tile_argmin", _reduce_rule(T.int32, True), "tw::tile_argmin", differentiable=False,
                 emit=_arg_cpp("argmin")))
     add(Builtin("tile_argmax", _reduce_rule(T.int32, True), "tw::tile_argmax", differentiable=False,
@@ -579,7 +587,7 @@ MUTATES = {"tile_assign", "tile_sort", "tile_stack_push", "tile_stack_pop", "til
 #: where the requested storage ("register" / "shared") sits in an entry's template
 STORAGE_REQUEST = {"tile_zeros": 2, "tile_ones": 2, "tile_empty": 2, "tile_full": 2, "tile_arange": 2, "tile_load": 1,
                    "tile_load_indexed": 1, "tile_from_thread": 2}
-SHARED_ARGS.update({"_tile_gather": (0, 1), "tile_load_indexed": (1,), "tile_store_indexed": (1,), "tile_atomic_add_indexed": (1,),
+SHARED_ARGS.update({"_tile_prod": (0,), "_tile_gather": (0, 1), "tile_load_indexed": (1,), "tile_store_indexed": (1,), "tile_atomic_add_indexed": (1,),
                     "tile_sort": (0, 1), "tile_broadcast": (0,), "tile_transpose": (0,), "tile_view": (0,),
                     "tile_assign": (0,),
                     "tile_extract": (0,), "tile_matmul": (0, 1, 2), **{n: (0,) for n in _SCAN_OPS},
@@ -587,9 +595,9 @@ SHARED_ARGS.update({"_tile_gather": (0, 1), "tile_load_indexed": (1,), "tile_sto
 SHARED_RESULT.update({"tile_matmul", "tile_view", "tile_transpose", "tile_stack", *_SCAN_OPS})
 #: whole-tile reductions (one element, held by lane 0 when in registers) that become shared when
 #: reduced along an axis (every lane owns part of the result and reads whole rows)
-AXIS_RESULT_SHARED = {"tile_sum", "tile_min", "tile_max", "tile_reduce"}
+AXIS_RESULT_SHARED = {"tile_sum", "tile_min", "tile_max", "tile_reduce", "_tile_prod"}
 ELEMENT.update({"tile_extract", "tile_stack_push", "tile_stack_pop", "tile_stack_count",
                 *(f"_tile_element_{op}" for op in ("set", "add", "sub", "and", "or", "xor"))})
 VARYING_ARGS.update({"tile": (0,), "tile_from_thread": (0,)})
 #: axis reductions read whole rows: their operand is shared
-AXIS_SHARED = {"tile_sum", "tile_min", "tile_max", "tile_reduce"}
+AXIS_SHARED = {"tile_sum", "tile_min", "tile_max", "tile_reduce", "_tile_prod"}

@@ -43,7 +43,7 @@ def _atomic_tile(op):
         if not T.is_scalar(T.scalar_of(t.dtype)) or T.scalar_of(t.dtype)._kind_ not in kinds or T.is_struct(t.dtype):
             fail(f"does not support tiles of {T.type_name(t.dtype)}")
         if op == "add" and T.scalar_of(t.dtype).__name__ in ("int8", "uint8", "int16", "uint16", "bool"):
-            fail(f"does not support tiles of {T.type_name(t.dtype)}")
+            fail(f"only supports tiles of 32- and 64-bit integers and floats, got {T.type_name(t.dtype)}")
         return t
 
     return rule

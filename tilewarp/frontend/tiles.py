@@ -219,7 +219,7 @@ def lower_tile_call(lw, name: str, node):
 
 _NOT_MINE = object()
 #: tile_reduce with these builtins is the named reduction (which has a gradient)
-_REDUCE_AS = {"add": "tile_sum", "min": "tile_min", "max": "tile_max"}
+_REDUCE_AS = {"add": "tile_sum", "min": "tile_min", "max": "tile_max", "mul": "_tile_prod"}
 
 
 def _construction(lw, name, a, node):
