@@ -129,3 +129,84 @@ def test_launch_tiled_dim_rank():
     a = wp.zeros(4, dtype=float)
     with pytest.raises(wp.LaunchError, match="1 to 3 dimensions"):
         wp.launch_tiled(small, dim=[1, 1, 1, 1], inputs=[a], block_dim=8, device="cpu")
+
+
+@wp.kernel
+def arange_too_big_for_int32(a: wp.array(dtype=int)):
+    wp.tile_store(a, wp.tile_arange(0, 1099511627776, dtype=int))  # <- error
+
+
+@wp.kernel
+def arange_fractional_int(a: wp.array(dtype=int)):
+    wp.tile_store(a, wp.tile_arange(0.0, 3.5, dtype=int))  # <- error
+
+
+@wp.kernel
+def arange_overflows_float32(a: wp.array(dtype=float)):
+    wp.tile_store(a, wp.tile_arange(0.0, 1.0e300, dtype=float))  # <- error
+
+
+@wp.kernel
+def arange_bool(a: wp.array(dtype=bool)):
+    wp.tile_store(a, wp.tile_arange(4, dtype=bool))  # <- error
+
+
+@wp.kernel
+def arange_uncountable(a: wp.array(dtype=wp.float64)):
+    wp.tile_store(a, wp.tile_arange(0.0, 1.0, 5.0e-324, dtype=wp.float64))  # <- error
+
+
+@wp.kernel
+def arange_integer_too_wide(a: wp.array(dtype=float)):
+    wp.tile_store(a, wp.tile_arange(0, 1180591620717411303424, 18446744073709551616, dtype=float))  # <- error
+
+
+@pytest.mark.parametrize("kernel, dtype, fragment", [
+    (arange_too_big_for_int32, int, "stop=1099511627776 is out of range for int32"),
+    (arange_fractional_int, int, "stop=3.5 has a fractional part"),
+    (arange_overflows_float32, float, "stop=1e+300 is out of range for float32"),
+    (arange_bool, bool, "requires a numeric scalar dtype"),
+    (arange_uncountable, wp.float64, "spans more elements than can be counted"),
+    (arange_integer_too_wide, float, "stop=1180591620717411303424 is too wide to use as an integer bound"),
+])
+def test_tile_arange_bounds_are_checked_at_compile_time(kernel, dtype, fragment):
+    check_located(kernel, wp.KernelTypeError, fragment, inputs=[wp.zeros(4, dtype=dtype)])
+
+
+@wp.kernel
+def push_float_onto_int_stack(a: wp.array(dtype=int)):
+    s = wp.tile_stack(capacity=4, dtype=int)
+    wp.tile_stack_push(s, 1.5, True)  # <- error
+
+
+@wp.kernel
+def atomic_add_bools(a: wp.array(dtype=bool)):
+    wp.tile_atomic_add(a, wp.tile_load(a, shape=4))  # <- error
+
+
+@wp.struct
+class Pair:
+    x: int
+    y: float
+
+
+@wp.kernel
+def and_of_structs(a: wp.array(dtype=Pair)):
+    t = wp.tile_load(a, shape=4)
+    t &= t  # <- error
+    wp.tile_store(a, t)
+
+
+def test_stack_push_of_another_type():
+    check_located(push_float_onto_int_stack, wp.KernelTypeError, "float32 does not match", "element type int32",
+                  inputs=[wp.zeros(4, dtype=int)])
+
+
+def test_tile_atomic_add_of_bools():
+    check_located(atomic_add_bools, wp.KernelTypeError, "only supports tiles of 32- and 64-bit", "got bool",
+                  inputs=[wp.zeros(4, dtype=bool)])
+
+
+def test_bitwise_update_of_struct_tiles():
+    check_located(and_of_structs, wp.KernelTypeError, "bitwise inplace &= is not defined for a Warp struct",
+                  inputs=[wp.zeros(4, dtype=Pair)])

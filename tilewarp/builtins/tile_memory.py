@@ -39,11 +39,12 @@ def _store(args, template):
 def _atomic_tile(op):
     def rule(args, template):
         t = _store(args, ("old",))
+        scalar = T.scalar_of(t.dtype)
         kinds = ("int", "uint") if op != "add" else ("int", "uint", "float")
-        if not T.is_scalar(T.scalar_of(t.dtype)) or T.scalar_of(t.dtype)._kind_ not in kinds or T.is_struct(t.dtype):
-            fail(f"does not support tiles of {T.type_name(t.dtype)}")
-        if op == "add" and T.scalar_of(t.dtype).__name__ in ("int8", "uint8", "int16", "uint16", "bool"):
-            fail(f"only supports tiles of 32- and 64-bit integers and floats, got {T.type_name(t.dtype)}")
+        narrow = op == "add" and scalar.__name__ in ("int8", "uint8", "int16", "uint16", "bool")
+        if T.is_struct(t.dtype) or not T.is_scalar(scalar) or scalar._kind_ not in kinds or narrow:
+            wanted = "32- and 64-bit integers and floats" if op == "add" else "integers"
+            fail(f"only supports tiles of {wanted} (or vectors and matrices of them), got {T.type_name(t.dtype)}")
         return t
 
     return rule
@@ -108,7 +109,7 @@ def _from_thread(args, template):
 
 def stack_type(capacity, dtype) -> T.TileStackType:
     if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity <= 0:
-        fail(f"capacity must be a positive int constant, got {capacity!r}")
+        fail(f"capacity must be a positive integer constant, got {capacity!r}")
     if not (T.is_scalar(dtype) or T.is_composite(dtype) or T.is_struct(dtype)):
         fail(f"stacks hold scalars, vectors, matrices or structs, not {T.type_name(dtype)}")
     return T.TileStackType(dtype, (capacity,))
@@ -128,7 +129,8 @@ def _push(args, template):
     s, value, has_value = args
     _stack_of(s)
     if value != s.dtype:
-        fail(f"cannot push a {T.type_name(value)} onto a stack of {T.type_name(s.dtype)}")
+        fail(f"the pushed value's type {T.type_name(value)} does not match the stack's element type "
+             f"{T.type_name(s.dtype)}")
     if has_value is not T.bool_:
         fail(f"has_value must be a bool, got {T.type_name(has_value)}")
     return T.int32

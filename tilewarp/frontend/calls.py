@@ -319,6 +319,18 @@ _AUG_ATOMIC = {"add": "atomic_add", "sub": "atomic_sub", "bit_and": "atomic_and"
 _TILE_UPDATE = {"add": "add", "sub": "sub", "bit_and": "and", "bit_or": "or", "bit_xor": "xor"}
 
 
+_OP_SYMBOL = {"bit_and": "&", "bit_or": "|", "bit_xor": "^"}
+
+
+def _aug_value(lw, op, node):
+    rhs = lw.value(node.value)
+    rhs_dtype = rhs.type.dtype if isinstance(rhs.type, T.TileType) else rhs.type
+    if op in _OP_SYMBOL and T.is_struct(rhs_dtype):
+        raise KernelTypeError(f"bitwise inplace {_OP_SYMBOL[op]}= is not defined for a Warp struct "
+                              f"({T.type_name(rhs_dtype)})", lw.src.loc(node))
+    return rhs
+
+
 def aug_assign(lw, node: ast.AugAssign):
     op = BINARY.get(type(node.op).__name__)
     if op is None:
@@ -327,12 +339,13 @@ def aug_assign(lw, node: ast.AugAssign):
     from .tiles import TileElement
 
     if isinstance(target, TileElement) and op in _TILE_UPDATE:  # each lane updates atomically, as Warp
-        target.update(_TILE_UPDATE[op], lw.value(node.value), node)
+        target.update(_TILE_UPDATE[op], _aug_value(lw, op, node), node)
         return
     if isinstance(target, Element) and op in _AUG_ATOMIC and not T.is_struct(target.arr.type.dtype):
         # as in Warp: a[i] += x is an atomic add (and differentiable); -=, &=, |=, ^= atomic too
-        value = lw.coerce(lw.value(node.value), target.arr.type.dtype, node, "array element")
+        value = lw.coerce(_aug_value(lw, op, node), target.arr.type.dtype, node, "array element")
         lw.call(_AUG_ATOMIC[op], [target.arr, *target.indices, value], node, discard=True)
         return
-    current = target.get()
-    target.set(lw.call(op, [current, lw.value(node.value)], node), node)
+    current = target.get()  # Python's order: the target's current value, then the right-hand side
+    rhs = _aug_value(lw, op, node)
+    target.set(lw.call(op, [current, rhs], node), node)

@@ -485,7 +485,11 @@ def _stack(lw, name, a, node):
         if isinstance(flag, bool):
             flag = lw.const(flag, T.bool_)
         if isinstance(s.type, T.TileStackType):
-            value = lw.coerce(value, s.type.dtype, node, "the pushed value") if value.weak else value
+            if value.weak:
+                try:
+                    value = lw.coerce(value, s.type.dtype, node, "the pushed value")
+                except KernelTypeError:
+                    pass  # reported by tile_stack_push's type rule, in the stack's terms
         return lw.call(name, [s, value, lw.truth(flag, node)], node)
     if name == "tile_stack_count":
         return lw.call(name, [s], node, ("count",))
@@ -559,11 +563,16 @@ def _tile_arange(lw, node):
     storage = _convert(lw, "storage", constant(lw, kw["storage"]), kw["storage"], "storage") if "storage" in kw \
         else "register"
     if not T.is_scalar(dtype) or dtype is T.bool_:
-        raise KernelTypeError(f"tile_arange(): dtype must be an integer or float type, got {T.type_name(dtype)}", loc)
+        raise KernelTypeError(f"tile_arange() requires a numeric scalar dtype (an integer or float type), got "
+                              f"{T.type_name(dtype)}", loc)
     start, stop, step = _arange_bounds(start, stop, step, dtype, loc)
     if step == 0:
         raise KernelTypeError("tile_arange(): step cannot be zero (in the output type)", loc)
-    n = -(-(stop - start) // step) if T.is_int(dtype) else math.ceil((stop - start) / step)
+    try:
+        n = -(-(stop - start) // step) if T.is_int(dtype) else math.ceil((stop - start) / step)
+    except OverflowError:  # a subnormal float step: the quotient is infinite
+        raise KernelTypeError(f"tile_arange({', '.join(map(repr, values))}) spans more elements than can be counted",
+                              loc) from None
     if n <= 0:
         raise KernelTypeError(f"tile_arange({', '.join(map(str, values))}) needs a non-empty range", loc)
     return lw.call("tile_arange", [], node, ((int(n),), dtype, storage, start, step))
@@ -571,28 +580,32 @@ def _tile_arange(lw, node):
 
 def _arange_bounds(start, stop, step, dtype, loc):
     """The bounds as ``dtype`` holds them: exact integers in range, or floats rounded to ``dtype``."""
+    named = (("start", start), ("stop", stop), ("step", step))
     if T.is_int(dtype):
-        out = []
-        for v in (start, stop, step):
-            if isinstance(v, py.float) and (not math.isfinite(v) or v != int(v)):
-                raise KernelTypeError(f"tile_arange(): {v!r} is not a whole number, as {T.type_name(dtype)} needs",
-                                      loc)
-            out.append(int(v))
         info = np.iinfo(dtype._np_)
+        for name, v in named:
+            if isinstance(v, py.float) and math.isfinite(v) and v != int(v):
+                raise KernelTypeError(f"tile_arange(): {name}={v!r} has a fractional part, but "
+                                      f"{T.type_name(dtype)} holds whole numbers only", loc)
+            if (isinstance(v, py.float) and not math.isfinite(v)) or not info.min <= int(v) <= info.max:
+                raise KernelTypeError(f"tile_arange(): {name}={v!r} is out of range for {T.type_name(dtype)}", loc)
+        out = tuple(int(v) for _, v in named)
         first, n = out[0], max(0, -(-(out[1] - out[0]) // out[2]) if out[2] else 0)
         last = first + (n - 1) * out[2] if n else first
-        if not (info.min <= first <= info.max and info.min <= last <= info.max):
+        if not info.min <= last <= info.max:
             raise KernelTypeError(f"tile_arange(): the range from {first} to {last} cannot be represented in "
                                   f"{T.type_name(dtype)}", loc)
-        return tuple(out)
-    for v in (start, stop, step):
+        return out
+    for name, v in named:
+        # Exact rounding needs an integer type as wide as the bound; none is wider than 64 bits.
         if isinstance(v, py.int) and not -(2**64) < v < 2**64:
-            raise KernelTypeError(f"tile_arange(): the integer bound {v} is too wide to carry exactly; write it "
+            raise KernelTypeError(f"tile_arange() {name}={v} is too wide to use as an integer bound; write it "
                                   f"as a float ({float(v)!r})", loc)
     with np.errstate(over="ignore"):
-        out = tuple(float(dtype._np_.type(v)) for v in (start, stop, step))
-    if not all(math.isfinite(v) for v in out):
-        raise KernelTypeError(f"tile_arange(): the bounds {out} are not finite in {T.type_name(dtype)}", loc)
+        out = tuple(float(dtype._np_.type(v)) for _, v in named)
+    for (name, v), r in zip(named, out):
+        if not math.isfinite(r):
+            raise KernelTypeError(f"tile_arange(): {name}={v!r} is out of range for {T.type_name(dtype)}", loc)
     return out
 
 
