@@ -7,8 +7,8 @@ __version__ = "0.1.0"
 from . import config  # noqa: E402
 from .builtins import REGISTRY as _REGISTRY  # noqa: E402
 from .errors import (  # noqa: E402,F401
-    CompileError, CudaError, DeviceError, KernelError, KernelSyntaxError, KernelTypeError, LaunchError,
-    AutodiffError, TapeError, TileWarpError)
+    CompileError, CudaError, DeviceError, KernelError, KernelSyntaxError, KernelTypeError, KernelValueError,
+    LaunchError, AutodiffError, TapeError, TileWarpError)
 from .errors import KernelRuntimeError  # noqa: E402,F401
 from .module_options import Module, get_module, get_module_options, set_module_options  # noqa: E402,F401
 from .runtime.indexedarray import (  # noqa: E402,F401

@@ -28,6 +28,11 @@ class KernelTypeError(KernelError, TypeError):
     """A type mismatch, an unknown name or a wrong builtin call inside kernel code."""
 
 
+class KernelValueError(KernelError, ValueError):
+    """A constant argument of the right type but outside the values it may take (an axis, a rank),
+    a ValueError as in Warp."""
+
+
 class AutodiffError(KernelError):
     """Kernel code whose gradient cannot be computed correctly (raised instead of a silent zero)."""
 

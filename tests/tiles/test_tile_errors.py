@@ -210,3 +210,24 @@ def test_tile_atomic_add_of_bools():
 def test_bitwise_update_of_struct_tiles():
     check_located(and_of_structs, wp.KernelTypeError, "bitwise inplace &= is not defined for a Warp struct",
                   inputs=[wp.zeros(4, dtype=Pair)])
+
+
+@wp.kernel
+def squeeze_axis_out_of_bounds(a: wp.array(dtype=float)):
+    t = wp.tile_zeros(shape=(1, 4, 1), dtype=float)
+    wp.tile_store(a, wp.tile_squeeze(t, axis=(-4,)))  # <- error
+
+
+@wp.kernel
+def broadcast_to_five_dims(a: wp.array(dtype=float)):
+    t = wp.tile_load(a, shape=1)
+    u = wp.tile_broadcast(t, shape=(1, 1, 1, 1, 1))  # <- error
+
+
+@pytest.mark.parametrize("kernel, fragment", [
+    (squeeze_axis_out_of_bounds, "tile_squeeze() axis -4 is out of bounds for tile with 3 dimensions"),
+    (broadcast_to_five_dims, "tile_broadcast() output must have between one and four dimensions, got 5"),
+])
+def test_constant_out_of_range_is_a_value_error(kernel, fragment):
+    check_located(kernel, wp.KernelValueError, fragment, inputs=[wp.zeros(4, dtype=float)])
+    assert issubclass(wp.KernelValueError, ValueError) and issubclass(wp.KernelValueError, RuntimeError)

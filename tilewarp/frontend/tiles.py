@@ -19,7 +19,7 @@ import numpy as np
 from .. import types as T
 from ..builtins import REGISTRY
 from ..builtins.tile import ElementOp
-from ..errors import KernelSyntaxError, KernelTypeError
+from ..errors import KernelSyntaxError, KernelTypeError, KernelValueError
 from ..ir import nodes as ir
 
 _REQUIRED = object()
@@ -283,6 +283,9 @@ def _compute(lw, name, a, node):
         return lw.call(name, [t], node, (op, _axis(lw, t, a["axis"], node)))
     if name == "tile_squeeze":
         return _squeeze(lw, a, node)
+    if name == "tile_broadcast" and not 1 <= len(a["shape"]) <= 4:
+        raise KernelValueError(f"tile_broadcast() output must have between one and four dimensions, got "
+                               f"{len(a['shape'])}", lw.src.loc(node))
     if name in ("tile_broadcast", "tile_reshape"):
         return lw.call(name, [a["a" if name == "tile_broadcast" else "t"]], node, (a["shape"],))
     if name == "tile_astype":
@@ -331,8 +334,8 @@ def _squeeze(lw, a, node):
         axes = list(axis) if isinstance(axis, (tuple, list)) else [axis]
         for k, ax in enumerate(axes):
             if not -len(shape) <= ax < len(shape):
-                raise KernelTypeError(f"tile_squeeze(): axis {ax} is out of range for a {len(shape)}-d tile",
-                                      lw.src.loc(node))
+                raise KernelValueError(f"tile_squeeze() axis {ax} is out of bounds for tile with {len(shape)} "
+                                       "dimensions", lw.src.loc(node))
             axes[k] = ax % len(shape)
             if shape[axes[k]] != 1:
                 raise KernelTypeError(f"tile_squeeze(): axis {ax} has extent {shape[axes[k]]}, not 1",
