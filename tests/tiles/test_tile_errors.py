@@ -231,3 +231,27 @@ def broadcast_to_five_dims(a: wp.array(dtype=float)):
 def test_constant_out_of_range_is_a_value_error(kernel, fragment):
     check_located(kernel, wp.KernelValueError, fragment, inputs=[wp.zeros(4, dtype=float)])
     assert issubclass(wp.KernelValueError, ValueError) and issubclass(wp.KernelValueError, RuntimeError)
+
+
+@wp.kernel
+def ones_of_structs(a: wp.array(dtype=Pair)):
+    wp.tile_store(a, wp.tile_ones(shape=4, dtype=Pair))  # <- error
+
+
+@wp.kernel
+def min_of_structs(a: wp.array(dtype=Pair)):
+    wp.tile_store(a, wp.tile_min(wp.tile_load(a, shape=4)))  # <- error
+
+
+@wp.kernel
+def reduce_max_of_structs(a: wp.array(dtype=Pair)):
+    wp.tile_store(a, wp.tile_reduce(wp.max, wp.tile_load(a, shape=4)))  # <- error
+
+
+@pytest.mark.parametrize("kernel, fragment", [
+    (ones_of_structs, "tile_ones(): Pair is a Warp struct, which has no value for one"),
+    (min_of_structs, "tile_min(): needs a tile of scalars, got Pair (a Warp struct"),
+    (reduce_max_of_structs, "tile_reduce(): no overload of max() takes elements of Pair, a Warp struct"),
+])
+def test_struct_tiles_have_no_one_and_no_order(kernel, fragment):
+    check_located(kernel, wp.KernelTypeError, fragment, inputs=[wp.zeros(4, dtype=Pair)])

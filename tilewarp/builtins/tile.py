@@ -93,6 +93,12 @@ def _construct(args, template):
     return t
 
 
+def _construct_ones(args, template):
+    if T.is_struct(template[1]):
+        fail(f"{T.type_name(template[1])} is a Warp struct, which has no value for one (use tile_full)")
+    return _construct(args, template)
+
+
 def _tile_from_value(args, template):
     (x,), (preserve, block_dim) = args, template[:2]
     if T.is_tile(x) or T.is_array(x) or not (T.is_scalar(x) or T.is_composite(x) or T.is_struct(x)):
@@ -200,7 +206,8 @@ def _reduce_rule(result_dtype=None, scalars_only=False):
         (t,), axis = args, template[-1]
         _tile(t)
         if scalars_only and not T.is_scalar(t.dtype):
-            fail(f"needs a tile of scalars, got {T.type_name(t.dtype)}")
+            fail(f"needs a tile of scalars, got {T.type_name(t.dtype)}"
+                 + (" (a Warp struct, which has no order)" if T.is_struct(t.dtype) else ""))
         dtype = result_dtype or t.dtype
         if axis is None:
             return T.TileType(dtype, (1,))
@@ -253,7 +260,7 @@ def _user_reduce(args, template):
     (t,) = args
     _tile(t)
     if op.result != t.dtype:
-        fail(f"{op.name} must return the element type {T.type_name(t.dtype)}, got {T.type_name(op.result)}")
+        fail(f"{op.name} must return the tile element type {T.type_name(t.dtype)}, got {T.type_name(op.result)}")
     return _reduce_rule()(args, (axis,))
 
 
@@ -509,7 +516,8 @@ def _entries():
                    unify_literals=False))
     add(Builtin("untile", _untile, "tw::untile", emit=_untile_cpp, adjoint_emit=_adj_untile))
     for name in ("tile_zeros", "tile_ones", "tile_empty"):
-        add(Builtin(name, _construct, "tw::tile_full", differentiable=False,
+        rule = _construct_ones if name == "tile_ones" else _construct
+        add(Builtin(name, rule, "tw::tile_full", differentiable=False,
                     emit=(lambda n: lambda a, t: f"tw::tile_full({a[0]}, 1)" if n == "tile_ones"
                           else f"tw::tile_zero({a[0]})")(name)))
     add(Builtin("tile_full", _construct, "tw::tile_full", emit=_into("tw::tile_full"),

@@ -277,6 +277,9 @@ def _compute(lw, name, a, node):
     if name == "tile_reduce":
         t = a["a"]
         named = _REDUCE_AS.get(getattr(a["op"], "name", None)) if getattr(a["op"], "type_rule", None) else None
+        if named in ("tile_min", "tile_max") and T.is_tile(t.type) and T.is_struct(t.type.dtype):
+            raise KernelTypeError(f"tile_reduce(): no overload of {a['op'].name}() takes elements of "
+                                  f"{T.type_name(t.type.dtype)}, a Warp struct", lw.src.loc(node))
         if named is not None:  # wp.add / wp.min / wp.max: the reductions that have gradients
             return lw.call(named, [t], node, (_axis(lw, t, a["axis"], node),))
         op = element_op(lw, a["op"], [t.type.dtype if T.is_tile(t.type) else t.type] * 2, node)
