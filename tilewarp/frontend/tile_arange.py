@@ -45,13 +45,35 @@ def tile_arange(lw, node):
     if step == 0:
         raise KernelTypeError("tile_arange(): step cannot be zero (in the output type)", loc)
     try:
-        n = -(-(stop - start) // step) if T.is_int(dtype) else math.ceil((stop - start) / step)
+        n = -(-(stop - start) // step) if T.is_int(dtype) else _float_count(stop - start, step, dtype)
     except OverflowError:  # a subnormal float step: the quotient is infinite
         raise KernelTypeError(f"tile_arange({', '.join(map(repr, values))}) spans more elements than can be counted",
                               loc) from None
     if n <= 0:
         raise KernelTypeError(f"tile_arange({', '.join(map(str, values))}) needs a non-empty range", loc)
     return lw.call("tile_arange", [], node, ((int(n),), dtype, storage, start, step))
+
+
+def _float_count(span, step, dtype) -> int:
+    """ceil(span / step) with the quotient rounded to ``dtype``, as the fill computes it (0.3f / 0.1f is
+    3 there, not the 3.0000001 of the float64 quotient); a quotient that underflows keeps one element."""
+    q = span / step
+    with np.errstate(over="ignore", under="ignore"):
+        n = math.ceil(float(dtype._np_.type(q)))
+    return 1 if n <= 0 < q else n
+
+
+def _round_int(v: int, dtype) -> float:
+    """``v`` rounded once, to nearest even, to ``dtype``'s precision: going through float64 first
+    would round twice (2**54 + 3 * 2**30 - 1 would become 2**54 + 2**32 in float32, not 2**54 + 2**31)."""
+    bits = np.finfo(dtype._np_).nmant + 1
+    shift = max(0, abs(v).bit_length() - bits)
+    q, r = divmod(abs(v), 1 << shift)
+    half = (1 << shift) >> 1
+    if shift and (r > half or (r == half and q & 1)):
+        q += 1
+    with np.errstate(over="ignore"):
+        return float(dtype._np_.type(float(q << shift) * (1 if v >= 0 else -1)))
 
 
 def _arange_bounds(start, stop, step, dtype, loc):
@@ -78,7 +100,7 @@ def _arange_bounds(start, stop, step, dtype, loc):
             raise KernelTypeError(f"tile_arange() {name}={v} is too wide to use as an integer bound; write it "
                                   f"as a float ({float(v)!r})", loc)
     with np.errstate(over="ignore"):
-        out = tuple(float(dtype._np_.type(v)) for _, v in named)
+        out = tuple(_round_int(v, dtype) if isinstance(v, py.int) else float(dtype._np_.type(v)) for _, v in named)
     for (name, v), r in zip(named, out):
         if not math.isfinite(r):
             raise KernelTypeError(f"tile_arange(): {name}={v!r} is out of range for {T.type_name(dtype)}", loc)
