@@ -121,14 +121,13 @@ def place(lw, node) -> _Place:
             return lw.adjoint_place(node)
         from .slices import SlicePlace, has_slice, lower_slice
 
-        if has_slice(node) and T.is_tile(getattr(lw.visit(node.value), "type", None)):
-            from .tiles import TileRegion, view_of
-
-            parent = place(lw, node.value)
-            entries = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-            return TileRegion(lw, node, view_of(lw, parent.get(), entries, node))
         if has_slice(node):  # v[1:3] = x: those components; a[1:3][0] = x: through the view
             parent = place(lw, node.value)
+            if T.is_tile(parent.get().type):  # t[2:6] = x: a region of the tile
+                from .tiles import TileRegion, view_of
+
+                entries = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+                return TileRegion(lw, node, view_of(lw, parent.get(), entries, node))
             if T.is_composite(parent.get().type):
                 return SlicePlace(lw, node, parent)
             return _Temporary(lw, node, lower_slice(lw, node, parent.get()))
