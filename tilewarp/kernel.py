@@ -192,10 +192,12 @@ class Kernel:
                 if self.is_generic:
                     raise KernelTypeError(f"generic kernel {self.key} has one IR per argument types: launch it or "
                                           "use wp.overload()", self.source().loc(self.source().tree))
-                params = self._param_types or self.templates()
-                self._ir = Lowerer(self.source(), params, is_kernel=True, symbol=self.symbol,
-                                   block_dim=self.default_block_dim).run()
+                self._ir = self._lower(self.default_block_dim)
             return self._ir
+
+    def _lower(self, block_dim: int):
+        return Lowerer(self.source(), self._param_types or self.templates(), is_kernel=True, symbol=self.symbol,
+                       block_dim=block_dim).run()
 
     @property
     def default_block_dim(self) -> int:
@@ -212,9 +214,7 @@ class Kernel:
         with self._lock:
             fn = self._ir_by_block.get(block_dim)
             if fn is None:
-                params = self._param_types or self.templates()
-                fn = self._ir_by_block[block_dim] = Lowerer(self.source(), params, is_kernel=True, symbol=self.symbol,
-                                                            block_dim=block_dim).run()
+                fn = self._ir_by_block[block_dim] = self._lower(block_dim)
             return fn
 
     # ---- generic kernels: one specialisation per distinct argument types --------------------------

@@ -255,3 +255,26 @@ def reduce_max_of_structs(a: wp.array(dtype=Pair)):
 ])
 def test_struct_tiles_have_no_one_and_no_order(kernel, fragment):
     check_located(kernel, wp.KernelTypeError, fragment, inputs=[wp.zeros(4, dtype=Pair)])
+
+
+@wp.func
+def early_return(t: wp.tile[float, 4]):
+    if t[0] > 0.0:
+        return t  # <- error
+    return t * 2.0
+
+
+@wp.kernel
+def calls_early_return(a: wp.array(dtype=float)):
+    wp.tile_store(a, early_return(wp.tile_load(a, shape=4)))
+
+
+def test_tile_function_returns_only_at_its_end():
+    # tile functions are inlined: a return before the end is refused at that line
+    import inspect
+
+    lines, first = inspect.getsourcelines(early_return.fn)
+    line = first + next(k for k, text in enumerate(lines) if "# <- error" in text)
+    with pytest.raises(wp.KernelSyntaxError, match="a tile function may only return at its end") as info:
+        wp.launch_tiled(calls_early_return, dim=[1], inputs=[wp.ones(4, dtype=float)], block_dim=4, device="cpu")
+    assert info.value.loc.line == line

@@ -72,9 +72,8 @@ class ElementOp:
         return f"{b.adjoint}({', '.join(args + grads + [adj_ret])})"
 
 
-def _block(a: list) -> str:
-    """The lambda header of a per-element body: (r, e) is the element's register slot and index."""
-    return "[&](int r, int e)"
+#: the lambda header of a per-element body: (r, e) is the element's register slot and index
+_ELEMENT_LAMBDA = "[&](int r, int e)"
 
 
 def _elems(args: list) -> list:
@@ -179,7 +178,7 @@ def _map(args, template):
 
 def _map_cpp(a, template):
     (op,) = template
-    return f"tw::tile_fill_with({a[0]}, {_block(a)} {{ return {op.cpp(_elems(a[1:]))}; }})"
+    return f"tw::tile_fill_with({a[0]}, {_ELEMENT_LAMBDA} {{ return {op.cpp(_elems(a[1:]))}; }})"
 
 
 def _adj_map(a, adj, adj_ret, template):
@@ -194,7 +193,7 @@ def _adj_map(a, adj, adj_ret, template):
     body = op.adjoint(_elems(args), grads, f"tw::elem({adj_ret}, r, e)")
     scatter = " ".join(f"tw::adj_elem({g}, r, e, g{k});" for k, g in enumerate(adj[1:])
                        if g is not None and g != "tw::adj_discard")
-    return (f"tw::tile_for<tw::tile_size<decltype({dst})>(), tw_threads>({_block(a)} {{ {decls} {body}; "
+    return (f"tw::tile_for<tw::tile_size<decltype({dst})>(), tw_threads>({_ELEMENT_LAMBDA} {{ {decls} {body}; "
             f"{scatter} }})")
 
 
@@ -601,9 +600,6 @@ SHARED_ARGS.update({"_tile_prod": (0,), "_tile_gather": (0, 1), "tile_load_index
                     "tile_extract": (0,), "tile_matmul": (0, 1, 2), **{n: (0,) for n in _SCAN_OPS},
                     **{f"_tile_element_{op}": (0,) for op in ("set", "add", "sub", "and", "or", "xor")}})
 SHARED_RESULT.update({"tile_matmul", "tile_view", "tile_transpose", "tile_stack", *_SCAN_OPS})
-#: whole-tile reductions (one element, held by lane 0 when in registers) that become shared when
-#: reduced along an axis (every lane owns part of the result and reads whole rows)
-AXIS_RESULT_SHARED = {"tile_sum", "tile_min", "tile_max", "tile_reduce", "_tile_prod"}
 ELEMENT.update({"tile_extract", "tile_stack_push", "tile_stack_pop", "tile_stack_count",
                 *(f"_tile_element_{op}" for op in ("set", "add", "sub", "and", "or", "xor"))})
 VARYING_ARGS.update({"tile": (0,), "tile_from_thread": (0,)})

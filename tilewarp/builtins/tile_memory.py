@@ -50,13 +50,6 @@ def _atomic_tile(op):
     return rule
 
 
-def _mem_cpp(fn, with_dst=True):
-    def emit(a, template):
-        return f"tw::{fn}({', '.join(a)})"
-
-    return emit
-
-
 def _adj_load(a, adj, adj_ret, template):
     # a = [dst, arr, offsets...]; adj[1] is the gradient array
     return f"tw::adj_tile_load({adj[1]}, {adj_ret}, {', '.join(a[2:])})"

@@ -245,9 +245,9 @@ def _len(lw, node):
 
 def call_user_function(lw, func, node):
     from .funcs import bind_call
-    from .tiles import inline_call, uses_tiles
+    from .tiles import inline_call, names_tile_builtins
 
-    if uses_tiles(func) or any(T.is_tile(getattr(lw.symbols.get(getattr(a, "id", None)), "type", None))
+    if names_tile_builtins(func) or any(T.is_tile(getattr(lw.symbols.get(getattr(a, "id", None)), "type", None))
                                for a in node.args):
         return inline_call(lw, func, node)  # tiles are values of the kernel: the body goes inline
     loc = lw.src.loc(node)

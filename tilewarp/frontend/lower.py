@@ -295,18 +295,13 @@ class Lowerer:
             return self.adjoint_place(node).get()
         from .slices import has_slice, lower_slice
 
-        if has_slice(node):  # a[1:3], a[i, ::2]: a view
-            owner = self.value(node.value)
-            if T.is_tile(owner.type):  # t[1:3]: a view of the tile
-                from .tiles import tile_subscript
-
-                return tile_subscript(self, owner, node)
-            return lower_slice(self, node, owner)
         base = self.value(node.value)
-        if T.is_tile(base.type):
+        if T.is_tile(base.type):  # t[i, j], t[1:3], t[idx, :]: an element, a view or a gather
             from .tiles import tile_subscript
 
             return tile_subscript(self, base, node)
+        if has_slice(node):  # a[1:3], a[i, ::2]: a view
+            return lower_slice(self, node, base)
         if isinstance(base.type, T.TupleType):
             i = self.value(node.slice)
             n = len(base.type.types)

@@ -16,7 +16,7 @@ import builtins as py
 from .. import types as T
 from ..builtins import REGISTRY
 from ..builtins.tile import ElementOp
-from ..errors import KernelSyntaxError, KernelTypeError, KernelValueError
+from ..errors import KernelTypeError, KernelValueError
 from ..ir import nodes as ir
 
 _REQUIRED = object()
@@ -78,7 +78,6 @@ def is_tile_call(name: str) -> bool:
 
 
 #: tile builtins Warp exposes that tilewarp composes from others (no table entry of their own)
-COMPOSED = ("tile_dot", "tile_axpy")
 
 
 # ---- binding Warp's signatures ----------------------------------------------------------------
@@ -252,13 +251,12 @@ def _memory(lw, name, a, node):
     if name == "tile_load":
         arr = a["a"]
         offsets = a["offset"] or [lw.const(0, T.int32)] * _ndim(arr)
-        offsets = _pad_offsets(lw, arr, offsets, len(a["shape"]), node)
+        _check_offsets(lw, arr, offsets, node)
         return lw.call(name, [arr, *offsets], node, (a["shape"], a["storage"]))
     if name in ("tile_store", "tile_atomic_add", "tile_atomic_and", "tile_atomic_or", "tile_atomic_xor"):
         arr, t = a["a"], a["t"]
         offsets = a["offset"] or [lw.const(0, T.int32)] * _ndim(arr)
-        n = len(t.type.shape) if T.is_tile(t.type) else _ndim(arr)
-        offsets = _pad_offsets(lw, arr, offsets, n, node)
+        _check_offsets(lw, arr, offsets, node)
         return lw.call(name, [arr, t, *offsets], node, discard=name == "tile_store")
     if name in ("tile_load_indexed", "tile_store_indexed", "tile_atomic_add_indexed"):
         return _indexed(lw, name, a, node)
@@ -309,12 +307,11 @@ def _ndim(arr) -> int:
     return arr.type.ndim if T.is_array(arr.type) else 1
 
 
-def _pad_offsets(lw, arr, offsets, tile_ndim, node):
-    """A tile of fewer dimensions than its array: Warp gives offsets for every array dimension."""
+def _check_offsets(lw, arr, offsets, node):
+    """Even a tile of fewer dimensions than its array takes an offset for every array dimension, as Warp."""
     if T.is_array(arr.type) and len(offsets) < arr.type.ndim:
         raise KernelTypeError(f"a {arr.type.ndim}-d array needs {arr.type.ndim} offsets, got {len(offsets)}",
                               lw.src.loc(node))
-    return offsets
 
 
 def _axis(lw, t, axis, node):
@@ -690,14 +687,15 @@ def tile_place(lw, node, base):
 # ---- @wp.func with tiles: inlined ------------------------------------------------------------------
 
 
-def uses_tiles(func) -> bool:
-    """The function's body names a tile builtin (so it is inlined into its callers)."""
-    tree = func.source().tree
-    for n in ast.walk(tree):
-        name = n.attr if isinstance(n, ast.Attribute) else n.id if isinstance(n, ast.Name) else None
-        if name and (name.startswith("tile") or name == "untile"):
-            return True
-    return False
+def names_tile_builtins(func) -> bool:
+    """The function's body names a tile builtin (so it is inlined into its callers); walked once per
+    function, not at every call site."""
+    flag = getattr(func, "_tw_names_tiles", None)
+    if flag is None:
+        names = (n.attr if isinstance(n, ast.Attribute) else n.id if isinstance(n, ast.Name) else ""
+                 for n in ast.walk(func.source().tree))
+        flag = func._tw_names_tiles = any(name.startswith("tile") or name == "untile" for name in names)
+    return flag
 
 
 def inline_call(lw, func, node):
@@ -721,10 +719,7 @@ def inline_call(lw, func, node):
     for name, value in zip(names, args):
         sub.symbols[name] = value
     sub.inline_result = _NO_RESULT
-    body = func.source().tree.body
-    for k, stmt in enumerate(body):
-        if isinstance(stmt, ast.Return) and k != len(body) - 1:
-            raise KernelSyntaxError("a tile function may only return at its end", func.source().loc(stmt))
+    for stmt in func.source().tree.body:  # a return before the end is refused by sub.visit_Return
         sub.visit(stmt)
     lw._next_id = sub._next_id
     lw.stmts = sub.stmts
