@@ -40,15 +40,15 @@ def block_shape(kernel, dim, block_dim: int):
     from .launch import launch_bounds
 
     memo = kernel.__dict__.setdefault("_tw_block_shapes", {})
-    try:
-        shape = memo.get((dim, block_dim))
-    except TypeError:  # a list as dim
-        shape, dim = None, tuple(dim)
+    key = (tuple(dim) if isinstance(dim, list) else dim, block_dim)  # a list dim finds its memo entry too
+    shape = memo.get(key)
     if shape is None:
         b = launch_bounds(dim, 0)
         dims = list(b.shape[:b.ndim])
+        fn = kernel.ir_for(block_dim)
+        tids = _tid_calls(fn)
         uniform, lane = set(), set()
-        for k, n in _tid_calls(kernel.ir_for(block_dim)):
+        for k, n in tids:
             tail = 1
             for d in dims[k + 1:]:
                 tail *= d
@@ -56,21 +56,20 @@ def block_shape(kernel, dim, block_dim: int):
                 uniform.add((k, n))
             elif tail == 1 and dims[k] % block_dim == 0:  # the innermost dimension, whole blocks wide
                 lane.add((k, n))
-        shape = BlockShape(block_dim, frozenset(uniform), cuda_threads(kernel.ir_for(block_dim), block_dim, uniform),
-                           frozenset(lane))
+        shape = BlockShape(block_dim, frozenset(uniform), cuda_threads(fn, tids, block_dim, uniform), frozenset(lane))
         if len(memo) < 64:
-            memo[(dim, block_dim)] = shape
+            memo[key] = shape
     return shape
 
 
-def cuda_threads(fn, block_dim: int, uniform: set) -> int:
+def cuda_threads(fn, tids, block_dim: int, uniform: set) -> int:
     """CUDA threads per block: one per lane, or half of that when each lane reads memory itself (a
     per-lane wp.tid()) in blocks of 128 lanes or more: each thread then runs 2 lanes, whose loads are
     in flight together. Measured on an H100 (benchmarks/RESULTS.md): 2 lanes per thread beat 1, 4
     and 8 for the tile sum of squares ($TILEWARP_LANES_PER_THREAD overrides the count)."""
     from ..ir import nodes as ir
 
-    per_lane = any(t not in uniform for t in _tid_calls(fn))
+    per_lane = any(t not in uniform for t in tids)
     reads = any(isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and s.op.builtin.name == "load"
                 for s in ir.walk(fn.body))
     lanes = 2 if per_lane and reads and block_dim >= 128 and block_dim % 64 == 0 else 1
