@@ -21,12 +21,12 @@ def ranges(out: wp.array2d(dtype=float), iout: wp.array2d(dtype=int)):
     wp.tile_store(iout[1], wp.tile_arange(0, 9, 3, dtype=int))
 
 
-def test_tile_arange_counts_and_values():
+def test_tile_arange_counts_and_values(device):
     rng = np.random.default_rng(7)
     sentinel = rng.uniform(-9, -5)
-    out = wp.array(np.full((5, WIDTH), sentinel, dtype=np.float32))
-    iout = wp.array(np.full((2, WIDTH), -1, dtype=np.int32))
-    wp.launch_tiled(ranges, dim=[1], inputs=[out, iout], block_dim=16, device="cpu")
+    out = wp.array(np.full((5, WIDTH), sentinel, dtype=np.float32), device=device)
+    iout = wp.array(np.full((2, WIDTH), -1, dtype=np.int32), device=device)
+    wp.launch_tiled(ranges, dim=[1], inputs=[out, iout], block_dim=16, device=device)
     f32 = np.float32
     expected = [np.arange(0, 3, dtype=f32) * f32(0.1), np.arange(7, dtype=f32) * f32(0.3), np.zeros(1, f32),
                 np.array([-3.0e38, 0.0], f32), np.array([2.0**54], f32)]

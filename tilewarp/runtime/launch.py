@@ -247,7 +247,11 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     if submit is None:
         submit = compiled.submit = device.backend.launcher(compiled.handle)
     if size:
-        submit(args, *compiled.launch_dims(size, block_dim, max_blocks))
+        tasks, threads = compiled.launch_dims(size, block_dim, max_blocks)
+        if tasks == size:
+            submit(args, tasks, threads)
+        else:  # a grid not of the launch's size: the submit entry reads the size from the bounds
+            device.backend.launch(compiled.handle, args, tasks, threads)
     if generic is False and compiled.launcher is not False and compiled.block is None:  # the next launch can go native
         native_launch.remember(kernel, compiled)
     return None
