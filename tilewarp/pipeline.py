@@ -26,15 +26,22 @@ class CompiledKernel:
     launcher: object = None  # the native path's Launcher (False: none), made on first use
     block: object = None  # emit.block.BlockShape of a kernel that uses tiles (None: a SIMT kernel)
     shared_bytes: int = 0  # the block's planned shared memory (block/storage.py)
+    # CUDA tile kernels: the blocks the device holds at once, the largest grid, whose CUDA blocks
+    # run the launch's blocks in turn (the device starts blocks at a limited rate, and a CUDA
+    # block combines its blocks' atomics: block/combine.py); 0: one CUDA block per launch block
+    resident: int = 0
 
     def launch_dims(self, size: int, block_dim: int, max_blocks: int = 0) -> tuple:
         """``(tasks, threads per block)`` to hand the backend: a CUDA tile kernel runs its blocks of
-        ``block_dim`` lanes on ``block.threads`` threads (the grid is still one per block); with
+        ``block_dim`` lanes on ``block.threads`` threads, on at most as many CUDA blocks as the device
+        holds at once, striding over the rest; with
         ``max_blocks`` (Warp's launch argument) the CUDA grid has at most that many blocks, whose
         threads stride over the rest."""
         b = self.block
         if b is not None and self.device.kind == "cuda" and b.threads != b.block_dim:
             size, block_dim = -(-size // (b.block_dim // b.threads)), b.threads
+        if self.resident:
+            size = min(size, self.resident * block_dim)
         if max_blocks and max_blocks > 0 and self.device.kind == "cuda":
             size = min(size, max_blocks * block_dim)
         return size, block_dim
@@ -59,14 +66,29 @@ def build(kernel, device, block=None) -> CompiledKernel:
     options = dataclasses.replace(current(device.kind, device.arch), debug=debug)
     path = compile_cached(source, kernel.key, options, log)  # compile (content-hashed disk cache)
     module = device.backend.load_module(path)  # load
-    smem = shared_bytes(source)
+    smem = source_mark(source, "shared memory")
     handle = module.function(names.kernel_entry(fn.symbol), kernel.key, smem)  # refuses too much shared memory
     checks = None
     if debug:
         from .runtime.debug import DebugChecks
 
         checks = DebugChecks(kernel.key, fn, sites.sites, module, device)
-    return CompiledKernel(device, module, handle, ArgPacker(fn), source, checks, block=block, shared_bytes=smem)
+    resident = 0
+    if device.kind == "cuda" and block is not None:
+        resident = device.backend.resident_blocks(handle, block.threads) * _waves(source)
+    return CompiledKernel(device, module, handle, ArgPacker(fn), source, checks, block=block, shared_bytes=smem,
+                          resident=resident)
+
+
+def _waves(source: str) -> int:
+    """A CUDA tile kernel's grid, in the blocks the device holds at once: 1 for a kernel that
+    combines atomics (the fewer CUDA blocks, the fewer atomics), else 4, which measured best on an
+    H100 for the row sum and the copy (benchmarks/RESULTS.md). $TILEWARP_GRID_WAVES overrides it,
+    for measurements; 0: one CUDA block per block of the launch."""
+    waves = os.environ.get("TILEWARP_GRID_WAVES")
+    if waves is not None:
+        return int(waves)
+    return 1 if source_mark(source, "combined atomics") else 4
 
 
 def build_backward(kernel, device, block=None) -> CompiledKernel:
@@ -79,13 +101,14 @@ def build_backward(kernel, device, block=None) -> CompiledKernel:
     options = dataclasses.replace(current(device.kind, device.arch), debug=False)
     path = compile_cached(source, kernel.key + ".backward", options, log)
     module = device.backend.load_module(path)
-    smem = shared_bytes(source)
+    smem = source_mark(source, "shared memory")
     handle = module.function(names.kernel_entry(backward.symbol), kernel.key + " (backward)", smem)
     return CompiledKernel(device, module, handle, ArgPacker(backward), source, block=block, shared_bytes=smem)
 
 
-def shared_bytes(source: str) -> int:
-    """The block's planned shared memory, as the emitter wrote it at the end of a tile kernel's source."""
-    mark = "// tilewarp: shared memory "
+def source_mark(source: str, what: str) -> int:
+    """A number the emitter wrote at the end of a tile kernel's source (``// tilewarp: <what> N``):
+    the block's planned shared memory, how many atomics it combines."""
+    mark = f"// tilewarp: {what} "
     k = source.rfind(mark)
     return int(source[k + len(mark):].split()[0]) if k >= 0 else 0

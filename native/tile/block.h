@@ -47,25 +47,34 @@
 #define TW_ONCE_END }
 // Shared memory of the block: the planned tiles live at fixed offsets of one dynamic allocation.
 #define TW_BLOCK_SMEM(BYTES) extern __shared__ __align__(16) unsigned char tw_smem[]
-// P threads per block; the grid strides over blocks of BD lanes.
-#define TW_BLOCK_KERNEL_ENTRY(NAME, ARGS, BODY, BD, P)                                        \
+// P threads per block; the grid strides over blocks of BD lanes. DEFERRED holds what a thread
+// defers over the blocks it runs (combined atomics: tilewarp/block/combine.py), done at its end.
+#define TW_BLOCK_KERNEL_ENTRY(NAME, ARGS, BODY, DEFERRED, BD, P)                              \
     extern "C" __global__ void __launch_bounds__(P) NAME(ARGS args) {                         \
+        DEFERRED deferred;                                                                    \
         for (int64_t block = blockIdx.x; block * (BD) < args.bounds.size; block += gridDim.x) \
-            BODY(args, block);                                                                \
+            BODY(args, block, deferred);                                                      \
+        deferred.flush();                                                                     \
     }
 #else
 #define TW_ONCE_BEGIN {
 #define TW_ONCE_END }
 #define TW_BLOCK_SMEM(BYTES) alignas(16) unsigned char tw_smem[(BYTES) > 0 ? (BYTES) : 16]
 // The thread pool hands each worker a [begin, end) task range whose borders are whole blocks.
-#define TW_BLOCK_KERNEL_ENTRY(NAME, ARGS, BODY, BD, P)                                       \
+#define TW_BLOCK_KERNEL_ENTRY(NAME, ARGS, BODY, DEFERRED, BD, P)                             \
     extern "C" TW_EXPORT void NAME(const void* a, int64_t begin, int64_t end) {              \
         const ARGS& args = *static_cast<const ARGS*>(a);                                     \
-        for (int64_t block = begin / (BD); block * (BD) < end; ++block) BODY(args, block);   \
+        DEFERRED deferred;                                                                   \
+        for (int64_t block = begin / (BD); block * (BD) < end; ++block)                      \
+            BODY(args, block, deferred);                                                     \
+        deferred.flush();                                                                    \
     }
 #endif
 
 namespace tw {
+struct no_deferred {
+    TW_FUNC void flush() {}
+};
 // Zero a value, or every lane's entry of a per-lane value (adjoints cleared in block code).
 template <typename T> TW_FUNC void clear_lanes(T& x) { x = T(); }
 template <typename T, int N> TW_FUNC void clear_lanes(T (&x)[N]) {

@@ -10,15 +10,29 @@
 
 namespace tw {
 namespace detail {
-// Where tile element e lands in array `a` (its address), or nullptr outside the array.
-template <typename S, typename T, int D>
-TW_FUNC T* tile_address(const array_t<T, D>& a, T* base, const int64_t (&offset)[D], int e) {
+// Coordinate k of element e = lane_index() + r * P, the r-th element a thread of P owns. Where P is
+// a multiple of the dimension's stride, the thread's own part is fixed and each step adds a
+// constant, so no division per element is left (shape and P are constants): a 32 x 128 tile on 256
+// threads has a fixed column per thread and rows 2 apart.
+template <typename S, int P> TW_FUNC int owned_coord(int k, int r, int e) {
+    const int st = S::stride(k), ex = S::extent(k);
+    if (P % st != 0) return (e / st) % ex;
+    const int first = lane_index() / st;
+    if (k == 0) return first + r * (P / st);  // e / stride(0) is below extent(0)
+    if (P % (st * ex) == 0) return first % ex;
+    return (first + r * (P / st)) % ex;
+}
+
+// Where element e (the thread's r-th of P) of a tile of shape S lands in array `a` (its address),
+// or nullptr outside the array.
+template <typename S, int P, typename T, int D>
+TW_FUNC T* tile_address(const array_t<T, D>& a, T* base, const int64_t (&offset)[D], int r, int e) {
     static_assert(S::ndim <= D, "a tile cannot have more dimensions than its array");
     int64_t byte = 0;
     TW_UNROLL
     for (int d = 0; d < D; ++d) {
         const int k = d - (D - S::ndim);  // tile dimension of array dimension d
-        const int64_t i = offset[d] + (k >= 0 ? (e / S::stride(k)) % S::extent(k) : 0);
+        const int64_t i = offset[d] + (k >= 0 ? owned_coord<S, P>(k, r, e) : 0);
         if (i < 0 || i >= a.shape[d]) return nullptr;
         byte += i * a.strides[d];
     }
@@ -36,8 +50,8 @@ template <typename X, typename T, int D, typename... I>
 TW_FUNC void tile_load(X& out, const array_t<T, D>& a, I... i) {
     int64_t o[D];
     detail::offsets(o, i...);
-    tile_fill_with(out, [&](int, int e) {
-        const T* p = detail::tile_address<typename X::shape>(a, a.data, o, e);
+    tile_fill_with(out, [&](int r, int e) {
+        const T* p = detail::tile_address<typename X::shape, X::threads>(a, a.data, o, r, e);
         return p ? *p : T();
     });
 }
@@ -46,9 +60,10 @@ template <typename X, typename T, int D, typename... I>
 TW_FUNC void tile_store(const array_t<T, D>& a, const X& t, I... i) {
     int64_t o[D];
     detail::offsets(o, i...);
-    block_sync();  // the tile may have been written by other lanes just before
+    if (X::shared) block_sync();  // other lanes may have written the tile just before (a register
+                                  // tile's elements are its threads' own)
     TW_FOR_OWNED(X::size, X::threads, r, e) {
-        T* p = detail::tile_address<typename X::shape>(a, a.data, o, e);
+        T* p = detail::tile_address<typename X::shape, X::threads>(a, a.data, o, r, e);
         if (p) *p = t.at(r, e);
     }
 }
@@ -59,9 +74,38 @@ TW_FUNC void tile_atomic_add(D0& old, const array_t<T, D>& a, const X& t, I... i
     int64_t o[D];
     detail::offsets(o, i...);
     tile_fill_with(old, [&](int r, int e) {
-        T* p = detail::tile_address<typename X::shape>(a, a.data, o, e);
+        T* p = detail::tile_address<typename X::shape, X::threads>(a, a.data, o, r, e);
         return p ? atomic_add(p, t.at(r, e)) : T();
     });
+}
+
+// Atomic adds that a thread combines over the blocks it runs (tilewarp/block/combine.py): one
+// atomic per run of equal addresses, and the last at the thread's end (flush).
+template <typename T> struct atomic_combiner {
+    T* at = nullptr;
+    T sum{};
+    TW_FUNC void add(T* p, const T& v) {
+        if (p != at) {
+            flush();
+            at = p;
+            sum = v;
+            return;
+        }
+        sum = tw::add(sum, v);
+    }
+    TW_FUNC void flush() {
+        if (at) atomic_add(at, sum);
+        at = nullptr;
+    }
+};
+template <typename T, int D, typename X, typename... I>
+TW_FUNC void tile_atomic_add_combined(atomic_combiner<T>& c, const array_t<T, D>& a, const X& t, I... i) {
+    int64_t o[D];
+    detail::offsets(o, i...);
+    TW_FOR_OWNED(X::size, X::threads, r, e) {  // one element: one thread's
+        T* p = detail::tile_address<typename X::shape, X::threads>(a, a.data, o, r, e);
+        if (p) c.add(p, t.at(r, e));
+    }
 }
 
 // Bitwise atomics of tiles (Warp's tile_atomic_and/or/xor spelt as atomics on arrays).
@@ -71,7 +115,7 @@ TW_FUNC void tile_atomic_add(D0& old, const array_t<T, D>& a, const X& t, I... i
         int64_t o[D];                                                                            \
         detail::offsets(o, i...);                                                                \
         tile_fill_with(old, [&](int r, int e) {                                                  \
-            T* p = detail::tile_address<typename X::shape>(a, a.data, o, e);                     \
+            T* p = detail::tile_address<typename X::shape, X::threads>(a, a.data, o, r, e);     \
             return p ? NAME(p, t.at(r, e)) : T();                                                \
         });                                                                                      \
     }
@@ -90,7 +134,7 @@ TW_FUNC void adj_tile_load(const array_t<T, D>& adj, const X& adj_out, I... i) {
     detail::offsets(o, i...);
     block_sync();
     TW_FOR_OWNED(X::size, X::threads, r, e) {
-        T* p = detail::tile_address<typename X::shape>(adj, adj.data, o, e);
+        T* p = detail::tile_address<typename X::shape, X::threads>(adj, adj.data, o, r, e);
         if (p) detail::atomic_accum(p, adj_out.at(r, e));
     }
 }
@@ -102,7 +146,7 @@ TW_FUNC void adj_tile_store(const array_t<T, D>& adj, X& adj_t, I... i) {
     detail::offsets(o, i...);
     block_sync();
     TW_FOR_OWNED(X::size, X::threads, r, e) {
-        const T* p = detail::tile_address<typename X::shape>(adj, adj.data, o, e);
+        const T* p = detail::tile_address<typename X::shape, X::threads>(adj, adj.data, o, r, e);
         if (p) adj_t.at(r, e) = add(adj_t.at(r, e), *p);
     }
     block_sync();

@@ -27,18 +27,24 @@ template <typename T> TW_FUNC T shfl_down(const T& v, int delta) {
 
 // Combine `v` (meaningful where `valid`) over the block's P threads. The result is lane 0's `v` (the
 // lane that owns a one-element result tile); returns, in lane 0, false when no lane had a value.
-template <int P, typename T, typename Op> TW_FUNC bool block_reduce(bool valid, T& v, const Op& op) {
+// Every thread has a value when the tile has at least P elements (AllValid): no flags to exchange.
+template <int P, bool AllValid = false, typename T, typename Op>
+TW_FUNC bool block_reduce(bool valid, T& v, const Op& op) {
 #if TW_IS_CUDA
     __shared__ __align__(16) unsigned char raw[32 * sizeof(T)];
     __shared__ int any[32];
     T* part = (T*)raw;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     constexpr int warps = (P + 31) / 32;
-    __syncthreads();  // an earlier reduction's lane 0 may still be reading the scratch
+    if (P > 32) __syncthreads();  // an earlier reduction's lane 0 may still be reading the scratch
     if (P % 32 == 0) {
         TW_UNROLL
         for (int d = 16; d > 0; d >>= 1) {
             const T o = detail::shfl_down(v, d);
+            if (AllValid) {
+                v = op(v, o);
+                continue;
+            }
             const bool ov = __shfl_down_sync(0xffffffffu, valid, d) != 0;
             if (ov) v = valid ? op(v, o) : o, valid = true;
         }
@@ -104,7 +110,7 @@ template <typename X, typename Op> TW_FUNC bool owned_reduce(const X& t, typenam
 template <typename D, typename X, typename Op> TW_FUNC void tile_reduce(D& out, const X& t, const Op& op) {
     typename X::value_type v = typename X::value_type();
     bool valid = owned_reduce(t, v, op);
-    block_reduce<X::threads>(valid, v, op);
+    block_reduce<X::threads, (X::size >= X::threads)>(valid, v, op);
     tile_fill_with(out, [&](int, int) { return v; });
 }
 

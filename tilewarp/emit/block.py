@@ -45,8 +45,17 @@ def constants(block: BlockShape) -> list:
             "constexpr int tw_lanes = tw_block_dim / tw_threads;", ""]
 
 
-def entry(name: str, block: BlockShape) -> str:
-    return f"TW_BLOCK_KERNEL_ENTRY({name}, {block.block_dim}, tw_threads)"
+def entry(name: str, block: BlockShape, deferred: str = "tw::no_deferred") -> str:
+    return f"TW_BLOCK_KERNEL_ENTRY({name}, {deferred}, {block.block_dim}, tw_threads)"
+
+
+def deferred_struct(name: str, combined: dict, fn: ir.Function) -> list:
+    """What a thread defers over the blocks it runs: a combiner per combined atomic (block/combine.py)."""
+    slots = {k: s for s in ir.walk(fn.body) if (k := combined.get(id(s))) is not None}
+    lines = [f"struct {name} {{"]
+    lines += [f"    tw::atomic_combiner<{slots[k].op.args[0].type.dtype._cpp_}> c{k};" for k in sorted(slots)]
+    lines.append(f"    TW_FUNC void flush() {{ {' '.join(f'c{k}.flush();' for k in sorted(slots))} }}")
+    return lines + ["};", ""]
 
 
 def shape_cpp(shape) -> str:

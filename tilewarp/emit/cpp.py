@@ -10,7 +10,8 @@ from .. import types as T
 from ..builtins.array import LOCATED, emit_located
 from ..ir import nodes as ir
 from . import names
-from .block import LaneGrouping, block_analysis, declare, into_expression, prologue
+from ..block.combine import combined_atomics
+from .block import LaneGrouping, block_analysis, block_args, declare, deferred_struct, into_expression, prologue
 from .block import constants as block_constants
 from .block import entry as block_entry
 
@@ -45,8 +46,9 @@ def emit_module(kernel: ir.Function, sites=None, block=None) -> str:
     entry = f"{names.kernel_entry(kernel.symbol)}, {names.args_struct(kernel.symbol)}, {names.body(kernel.symbol)}"
     out += ["}  // namespace", ""]
     if block is not None:
-        out += [block_entry(entry, block), "",
-                f"// tilewarp: shared memory {printer.storage.bytes} bytes", ""]
+        out += [block_entry(entry, block, printer.deferred), "",
+                f"// tilewarp: shared memory {printer.storage.bytes} bytes",
+                f"// tilewarp: combined atomics {len(printer.combined)}", ""]
     else:
         out += [f"TW_KERNEL_ENTRY({entry})", ""]
     return "\n".join(out)
@@ -117,8 +119,11 @@ class _Printer(LaneGrouping):
         self.depth = 1
         self.last_text = None
         self.block_shape, self.in_lanes = block, False
+        self.combined, self.deferred = {}, "tw::no_deferred"
         if block is not None:
             self.lanes, self.storage = block_analysis(fn, block)
+            if sites is None:  # debug builds keep every atomic where it is
+                self.combined = combined_atomics(fn)
 
     def line(self, text: str):
         self.lines.append("    " * self.depth + text)
@@ -154,8 +159,13 @@ class _Printer(LaneGrouping):
             self.line(f"{cpp_type(p.type)} {names.field(name)};")
         self.lines += ["};", ""]
         self.lines.append(f"// kernel {f.name}")
-        index = "block" if self.block_shape is not None else "task"
-        self.lines.append(f"TW_FORCEINLINE TW_FUNC void {names.body(f.symbol)}(const {args}& args, int64_t {index}) {{")
+        index = "int64_t task"
+        if self.block_shape is not None:
+            if self.combined:
+                self.deferred = names.body(f.symbol) + "_deferred"
+                self.lines += deferred_struct(self.deferred, self.combined, f)
+            index = f"int64_t block, {self.deferred}& tw_deferred"
+        self.lines.append(f"TW_FORCEINLINE TW_FUNC void {names.body(f.symbol)}(const {args}& args, {index}) {{")
         if self.block_shape is not None:
             for text in prologue(self.storage.bytes, self.block_shape, self.lane_returns):
                 self.line(text)
@@ -190,6 +200,10 @@ class _Printer(LaneGrouping):
         self.line(tail)
 
     def stmt_Assign(self, s: ir.Assign):
+        if id(s) in self.combined:
+            args = ", ".join(block_args(s.op, self.lanes, ref))
+            self.line(f"tw::tile_atomic_add_combined(tw_deferred.c{self.combined[id(s)]}, {args});")
+            return
         if self.block_shape is not None and s.dst is not None and T.is_tile(s.dst.type):
             if isinstance(s.op, ir.Copy):
                 self.line(f"tw::tile_copy({names.value(s.dst)}, {ref(s.op.src)});")

@@ -428,6 +428,13 @@ class CudaBackend:
         self._names[h], self._cufn[h] = symbol or hex(int(cufn)), cufn
         return h
 
+    def resident_blocks(self, handle: int, threads: int) -> int:
+        """How many blocks of ``threads`` threads of ``handle`` the whole device runs at once."""
+        fn, rec = self._cufn[handle], LaunchRec.from_address(handle)
+        per_sm = check(_driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, threads, rec.shared_mem),
+                       "cuOccupancyMaxActiveBlocksPerMultiprocessor")
+        return max(int(per_sm), 1) * self.sm_count
+
     def launcher(self, handle: int):
         """wp.launch's entry for ``handle``: ``submit(args, n_tasks, block_dim)`` launches on the
         current stream, ``args`` being the packed argument block as bytes (``n_tasks`` > 0).

@@ -56,24 +56,43 @@ def block_shape(kernel, dim, block_dim: int):
                 uniform.add((k, n))
             elif tail == 1 and dims[k] % block_dim == 0:  # the innermost dimension, whole blocks wide
                 lane.add((k, n))
-        shape = BlockShape(block_dim, frozenset(uniform), cuda_threads(fn, tids, block_dim, uniform), frozenset(lane))
+        shape = BlockShape(block_dim, frozenset(uniform), cuda_threads(fn, block_dim, uniform), frozenset(lane))
         if len(memo) < 64:
             memo[key] = shape
     return shape
 
 
-def cuda_threads(fn, tids, block_dim: int, uniform: set) -> int:
-    """CUDA threads per block: one per lane, or half of that when each lane reads memory itself (a
-    per-lane wp.tid()) in blocks of 128 lanes or more: each thread then runs 2 lanes, whose loads are
-    in flight together. Measured on an H100 (benchmarks/RESULTS.md): 2 lanes per thread beat 1, 4
-    and 8 for the tile sum of squares ($TILEWARP_LANES_PER_THREAD overrides the count)."""
+#: the most elements of one register tile, and 4-byte words of per-lane values, a thread holds
+#: when a block runs on fewer threads than it has lanes
+ELEMENTS_PER_THREAD = 8
+LANE_WORDS_PER_THREAD = 64
+
+
+def cuda_threads(fn, block_dim: int, uniform: set) -> int:
+    """CUDA threads per block, for a kernel that reads memory: halved from one per lane while each
+    thread would hold at most 8 elements of the largest tile and 8 lanes (64 words of per-lane
+    values), down to one warp. A thread then has several loads in flight, and a one-warp block
+    reduces without barriers. Measured on an H100 (benchmarks/RESULTS.md): the tile sum of squares
+    on one warp per 256 lanes (8 lanes a thread) ran 2.4x faster than on 128 threads, the row sum
+    on one warp per 64 lanes 1.3x faster; the copy (32 x 128 tiles) keeps one thread per lane
+    ($TILEWARP_LANES_PER_THREAD overrides the count)."""
+    from .. import types as T
+    from ..block.lanes import analyse
     from ..ir import nodes as ir
 
-    per_lane = any(t not in uniform for t in tids)
-    reads = any(isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and s.op.builtin.name == "load"
+    reads = any(isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and s.op.builtin.name in ("load", "tile_load")
                 for s in ir.walk(fn.body))
-    lanes = 2 if per_lane and reads and block_dim >= 128 and block_dim % 64 == 0 else 1
-    lanes = int(os.environ.get("TILEWARP_LANES_PER_THREAD", lanes) or 1)
+    threads = block_dim
+    if reads and block_dim % 32 == 0:
+        biggest = max([v.type.size for v in fn.values if T.is_tile(v.type)], default=0)
+        varying = analyse(fn, frozenset(uniform)).varying
+        words = sum(-(-T.type_size(v.type) // 4) for v in fn.values if id(v) in varying)
+        while threads % 64 == 0:
+            lanes = block_dim // (threads // 2)
+            if lanes > 8 or biggest > ELEMENTS_PER_THREAD * (threads // 2) or words * lanes > LANE_WORDS_PER_THREAD:
+                break
+            threads //= 2
+    lanes = int(os.environ.get("TILEWARP_LANES_PER_THREAD", block_dim // threads) or 1)
     while lanes > 1 and block_dim % lanes:
         lanes -= 1
     return block_dim // max(lanes, 1)
