@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 10 on the GPU (benchmarks/RESULTS.md). Modes:
-#   bash benchmarks/gpu_tiles_session.sh            tile tests on cuda:0, tile benchmarks (tilewarp alone)
+#   bash benchmarks/gpu_tiles_session.sh            tile tests on cuda:0, tile probe and benchmarks (tilewarp alone)
 #   bash benchmarks/gpu_tiles_session.sh suite      (carry .whl, .whl1) the above, the whole test suite on cuda:0,
 #                                                   Warp's tile tests through ../shared/warp_suite (a copy in
 #                                                   .whl/warp_suite, Warp's tests in .whl/warptests.tgz); stashes
@@ -27,14 +27,16 @@ fi
 if [ "$MODE" = warp-suite ]; then
   echo "== Warp's tile tests (warp_suite), cpu + cuda:0"
   mkdir -p /tmp/wd && tar xzf .whl/warptests.tgz -C /tmp/wd
-  timeout 360 python .whl/warp_suite/warp_suite.py --warp-dir /tmp/wd/warp --module tilewarp --tests tile -j 16 \
-    --timeout 300 --out "$OUT/tile_suite_gpu.json" 2>&1 | tail -42 | tee "$OUT/tile_suite_gpu.txt"
+  timeout 400 python .whl/warp_suite/warp_suite.py --warp-dir /tmp/wd/warp --module tilewarp --tests tile -j 16 \
+    --timeout 380 --out "$OUT/tile_suite_gpu.json" 2>&1 | tail -42 | tee "$OUT/tile_suite_gpu.txt"
   exit 0
 fi
 echo "== tile tests, cuda:0"
 TILEWARP_TEST_DEVICES=cuda:0 timeout 300 python -m pytest -q -p no:cacheprovider --tb=short tests/tiles \
   > "$OUT/tiles_tests.txt" 2>&1
 grep -E "^(FAILED|ERROR)|passed|failed|^E  " "$OUT/tiles_tests.txt" | head -30
+echo "== tile probe (variants of the benchmark kernels)"
+timeout 200 python benchmarks/tile_probe.py 2>&1 | tee "$OUT/tile_probe.txt" | grep -v "row sums True, copy True"
 echo "== tile benchmarks (tilewarp)"
 timeout 200 python -m benchmarks --device cuda:0 --modules tilewarp --only tiles 2>&1 | tee "$OUT/bench_tiles.txt" \
   | grep -v "^Module\|^Warp\|^   "
