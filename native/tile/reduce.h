@@ -287,8 +287,10 @@ template <bool Inclusive, typename X, typename D> TW_FUNC void adj_tile_scan_sum
 
 // ---- sort: keys ascending, values permuted with them, in place (shared tiles) -----------------
 // Odd-even transposition: N rounds of independent compare-exchanges, spread over the lanes.
+// The same tile may be both keys and values: its elements then move once, with the keys.
 template <typename K, typename V> TW_FUNC void tile_sort(K& keys, V& values) {
     constexpr int N = K::size;
+    const bool same = (const void*)&keys.at(0, 0) == (const void*)&values.at(0, 0);
     block_sync();
     for (int round = 0; round < N; ++round) {
         const int first = round & 1;
@@ -297,6 +299,7 @@ template <typename K, typename V> TW_FUNC void tile_sort(K& keys, V& values) {
             auto& b = keys.at(p + 1, p + 1);
             if (b < a) {
                 auto k = a; a = b; b = k;
+                if (same) continue;
                 auto v = values.at(p, p);
                 values.at(p, p) = values.at(p + 1, p + 1);
                 values.at(p + 1, p + 1) = v;

@@ -108,6 +108,13 @@ def sort(keys: wp.array(dtype=float), values: wp.array(dtype=int)):
 
 
 @wp.kernel
+def sort_same(keys: wp.array(dtype=int)):
+    k = wp.tile_load(keys, shape=65, storage="shared")
+    wp.tile_sort(k, k)  # one tile as keys and values
+    wp.tile_store(keys, k)
+
+
+@wp.kernel
 def shapes(a: wp.array2d(dtype=float), bc: wp.array2d(dtype=float), tr: wp.array2d(dtype=float),
            rs: wp.array2d(dtype=float), sq: wp.array(dtype=float), cv: wp.array2d(dtype=int)):
     x = wp.tile_load(a, shape=(M, N))
