@@ -16,7 +16,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
-NATIVE_DIR = Path(__file__).resolve().parent.parent.parent / "native"
+from .paths import NATIVE_DIR
 
 
 def cache_dir() -> Path:

@@ -17,8 +17,7 @@ from pathlib import Path
 from tilewarp import config
 from tilewarp.errors import CompileError
 
-#: The repository's native/ folder (tilewarp.h and the runtime sources).
-NATIVE_DIR = Path(__file__).resolve().parents[2] / "native"
+from tilewarp.compile.paths import NATIVE_DIR
 PCH_HEADER = "tilewarp.h"
 RUNTIME_SOURCE = NATIVE_DIR / "runtime" / "thread_pool.cpp"
 

@@ -13,8 +13,7 @@ from pathlib import Path
 
 from ..errors import CompileError
 
-# tilewarp/compile/nvrtc.py -> <repo>/native
-NATIVE_DIR = Path(__file__).resolve().parent.parent.parent / "native"
+from .paths import NATIVE_DIR
 
 
 @functools.lru_cache(maxsize=None)

@@ -24,16 +24,16 @@ import sys
 import sysconfig
 import threading
 import weakref
-from pathlib import Path
 
 from .. import config
 from .. import types as T
+from ..compile.paths import NATIVE_DIR
 
 #: ``launch(kernel, dim, inputs, outputs, device, block_dim) -> bool`` of the loaded extension, or
 #: None until it is loaded (or when it cannot be); wp.launch reads it on every call.
 fast = None
 
-_SOURCE = Path(__file__).resolve().parents[2] / "native" / "runtime" / "launch_ext.cpp"
+_SOURCE = NATIVE_DIR / "runtime" / "launch_ext.cpp"
 _ext = None
 _loader: threading.Thread | None = None  # loads (and if needed builds) the extension, once
 _ready = threading.Event()               # set once the loader has finished, loaded or not

@@ -1,0 +1,67 @@
+"""A non-editable install works: the wheel carries every package and the C++ headers and runtime
+sources (native/, as tilewarp/native), and a kernel compiles and runs from the installed copy."""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _listed_packages() -> set:
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        return set(tomllib.load(f)["tool"]["setuptools"]["packages"])
+
+
+def test_every_package_and_native_folder_is_listed():
+    python = {".".join(p.relative_to(ROOT).parts) for p in (ROOT / "tilewarp").rglob("*")
+              if p.is_dir() and any(p.glob("*.py")) and "__pycache__" not in p.parts}
+    native = {"tilewarp." + ".".join(p.relative_to(ROOT).parts) for p in (ROOT / "native").rglob("*") if p.is_dir()}
+    missing = (python | native | {"tilewarp.native"}) - _listed_packages()
+    assert not missing, f"add to [tool.setuptools] packages in pyproject.toml: {sorted(missing)}"
+
+
+SCRIPT = r'''
+import numpy as np, tilewarp as wp, tilewarp.compile.paths as paths
+assert tilewarp_dir in wp.__file__ and tilewarp_dir in str(paths.NATIVE_DIR), (wp.__file__, paths.NATIVE_DIR)
+
+@wp.kernel
+def scale(a: wp.array(dtype=float), s: float):
+    i = wp.tid()
+    a[i] = a[i] * s
+
+x = np.random.default_rng(0).random(300, dtype=np.float32)
+a = wp.array(x, device="cpu")
+wp.launch(scale, 300, inputs=[a, 3.0], device="cpu")
+assert np.allclose(a.numpy(), 3 * x)
+print("ok", paths.NATIVE_DIR)
+'''
+
+
+@pytest.mark.slow
+def test_a_built_wheel_installs_and_runs(tmp_path):
+    wheels, target, src = tmp_path / "wheels", tmp_path / "site", tmp_path / "src"
+    for part in ("tilewarp", "native"):  # a clean copy: setuptools reuses a build/ folder in the tree
+        shutil.copytree(ROOT / part, src / part, ignore=shutil.ignore_patterns("__pycache__", "_native"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(src)],
+                           capture_output=True, text=True, timeout=600)
+    assert build.returncode == 0, build.stderr[-3000:]
+    wheel = next(wheels.glob("tilewarp-*.whl"))
+    install = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
+                              str(wheel)], capture_output=True, text=True, timeout=600)
+    assert install.returncode == 0, install.stderr[-3000:]
+    assert (target / "tilewarp" / "native" / "tilewarp.h").is_file()
+    assert (target / "tilewarp" / "native" / "runtime" / "thread_pool.cpp").is_file()
+    env = dict(os.environ, PYTHONPATH=str(target), TILEWARP_CACHE_DIR=str(tmp_path / "cache"))
+    script = tmp_path / "use_installed.py"  # kernels need a source file
+    script.write_text(f"tilewarp_dir = {str(target / 'tilewarp')!r}\n" + SCRIPT)
+    run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    assert "ok" in run.stdout
