@@ -325,16 +325,18 @@ def spread(x: wp.array(dtype=wp.vec3), acc: wp.array(dtype=wp.vec3), lo: wp.arra
     wp.atomic_add(m, 0, wp.mat22(x[i][0], x[i][1], x[i][2], 1.0))
 """
     mod = load_module(src, "tilewarp")
-    x = rng.uniform(-1, 1, (N, 3)).astype(np.float32)
+    # multiples of 1/64 in [-1, 1]: every partial sum of N of them is a multiple of 1/64 below
+    # 2**17 in magnitude, exact in float32 (2**17 * 64 = 2**23), so the sums are exact in any order
+    x = (rng.integers(-64, 65, (N, 3)) / 64).astype(np.float32)
     _, acc, lo, m = run(mod, "spread", N, [Arr(x, "vec3"), Arr(np.zeros((3, 3), np.float32), "vec3"),
                                            Arr(np.full((2, 3), 9, np.float32), "vec3"),
                                            Arr(np.zeros((1, 2, 2), np.float32), "mat22")], device)
     k = np.arange(N)
     for j in range(3):
-        np.testing.assert_allclose(acc[j], x[k % 3 == j].astype(np.float64).sum(0), atol=2e-2)
+        np.testing.assert_array_equal(acc[j], x[k % 3 == j].astype(np.float64).sum(0))
     for j in range(2):
         np.testing.assert_array_equal(lo[j], x[k % 2 == j].min(0))
-    np.testing.assert_allclose(m[0].reshape(-1)[:3], x.astype(np.float64).sum(0), atol=2e-2)
+    np.testing.assert_array_equal(m[0].reshape(-1)[:3], x.astype(np.float64).sum(0))
     assert m[0, 1, 1] == N
 
 
