@@ -16,6 +16,9 @@ quiet: bool = False
 verbose: bool = False
 #: Kernel cache folder; None means $TILEWARP_CACHE_DIR or ~/.cache/tilewarp.
 kernel_cache_dir: str | None = None
+#: Seconds a build waits for another process's build lock on the same kernel (that process may be
+#: stopped, e.g. by Ctrl-Z) before building without it; None means $TILEWARP_LOCK_TIMEOUT or 60.
+lock_timeout: float | None = None
 #: Honour fast-math on both targets.
 fast_math: bool = False
 #: Host C++ compiler; None means $CXX or g++.

@@ -55,6 +55,11 @@ class KernelRuntimeError(TileWarpError):
         super().__init__(format_located(message, loc))
 
 
+class ModuleLoadError(TileWarpError, OSError):
+    """dlopen refused a kernel library (not a shared library, truncated, wrong architecture). An
+    OSError, as ctypes raises, so the kernel cache treats a cached library that fails so as damaged."""
+
+
 class CompileError(TileWarpError):
     """The C++ compiler or NVRTC rejected generated code; carries the log and the source path."""
 
@@ -89,3 +94,22 @@ def format_located(message: str, loc) -> str:
         return head
     caret = " " * loc.col + "^"
     return f"{head}\n    {loc.text}\n    {caret}"
+
+
+def warn_user(message: str, category=RuntimeWarning) -> None:
+    """``warnings.warn`` attributed to the first frame outside the tilewarp package: the user's line
+    that led here (a fixed ``stacklevel`` would point into tilewarp whenever the call depth varies)."""
+    import os
+    import sys
+    import warnings
+
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame = sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame = frame.f_back
+    if frame is None:
+        warnings.warn(message, category, stacklevel=2)
+        return
+    module = frame.f_globals.get("__name__", "<string>")
+    registry = frame.f_globals.setdefault("__warningregistry__", {})
+    warnings.warn_explicit(message, category, frame.f_code.co_filename, frame.f_lineno, module, registry)

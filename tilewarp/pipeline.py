@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 
 from . import config
-from .compile import compile_cached
+from .compile import load_cached
 from .compile.options import current
 from .emit import emit_module, names
 from .emit.sites import SiteTable
@@ -64,8 +64,8 @@ def build(kernel, device, block=None) -> CompiledKernel:
 
         log(f"IR of {kernel.key}:\n{dump(fn)}")
     options = dataclasses.replace(current(device.kind, device.arch), debug=debug)
-    path = compile_cached(source, kernel.key, options, log)  # compile (content-hashed disk cache)
-    module = device.backend.load_module(path)  # load
+    # compile (content-hashed disk cache) and load
+    module = load_cached(source, kernel.key, options, device.backend.load_module, log)
     smem = source_mark(source, "shared memory")
     handle = module.function(names.kernel_entry(fn.symbol), kernel.key, smem)  # refuses too much shared memory
     checks = None
@@ -99,8 +99,7 @@ def build_backward(kernel, device, block=None) -> CompiledKernel:
     backward = backward_signature(fn)
     source = emit_backward_module(fn, backward, block)  # raises AutodiffError where no gradient exists
     options = dataclasses.replace(current(device.kind, device.arch), debug=False)
-    path = compile_cached(source, kernel.key + ".backward", options, log)
-    module = device.backend.load_module(path)
+    module = load_cached(source, kernel.key + ".backward", options, device.backend.load_module, log)
     smem = source_mark(source, "shared memory")
     handle = module.function(names.kernel_entry(backward.symbol), kernel.key + " (backward)", smem)
     return CompiledKernel(device, module, handle, ArgPacker(backward), source, block=block, shared_bytes=smem)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from ..errors import warn_user
 from . import cache
 from .options import Options
 
@@ -42,26 +43,54 @@ def _cuda_identity(options: Options) -> str:
 TOOLCHAINS = {"cpu": (_build_cpu, _cpu_identity, ".so"), "cuda": (_build_cuda, _cuda_identity, ".cubin")}
 
 
-def compile_cached(source: str, name: str, options: Options, log=None) -> Path:
-    """The binary for ``source``: from the cache when an intact entry exists, else built and stored.
-
-    Builders of one entry take turns (``cache.building``), so when several processes start on a cold
-    cache one compiles and the others load its result.
-    """
+def _compile(source: str, name: str, options: Options) -> tuple[str, Path, bool]:
+    """(key, binary, whether this call built it): from the cache when an intact entry exists, else
+    built and stored. Builders of one entry take turns (``cache.building``), so when several
+    processes start on a cold cache one compiles and the others load its result."""
     build, identity, suffix = TOOLCHAINS[options.target]
     key = cache.make_key(source, options.key(), identity(options))
-    t0 = time.perf_counter()
     path = cache.lookup(key)
-    if path is None:
-        with cache.building(key):
-            path = cache.lookup(key)  # another process may have built it while we waited
-            if path is None:
-                work = cache.source_dir(key)
-                data = build(source, f"{name}_{key[:12]}", options, work)
-                path = cache.store(key, suffix, data)
-                if log:
-                    log(f"{name} ({options.target}) compiled in {time.perf_counter() - t0:.2f} s")
-                return path
-    if log:
+    if path is not None:
+        return key, path, False
+    with cache.building(key, f"kernel {name} ({options.target})"):
+        path = cache.lookup(key)  # another process may have built it while we waited
+        if path is not None:
+            return key, path, False
+        data = build(source, f"{name}_{key[:12]}", options, cache.source_dir(key))
+        return key, cache.store(key, suffix, data), True
+
+
+def _log(log, name: str, options: Options, built: bool, t0: float) -> None:
+    if not log:
+        return
+    if built:
+        log(f"{name} ({options.target}) compiled in {time.perf_counter() - t0:.2f} s")
+    else:
         log(f"{name} ({options.target}) loaded from cache in {(time.perf_counter() - t0) * 1e3:.1f} ms")
+
+
+def compile_cached(source: str, name: str, options: Options, log=None) -> Path:
+    """The binary for ``source``: from the cache when an intact entry exists, else built and stored."""
+    t0 = time.perf_counter()
+    _, path, built = _compile(source, name, options)
+    _log(log, name, options, built, t0)
     return path
+
+
+def load_cached(source: str, name: str, options: Options, load, log=None):
+    """``load(binary)`` (a backend's ``load_module``) of ``compile_cached``'s binary. A cached binary
+    that passes its checksum but will not load (dlopen's OSError: a file replaced together with its
+    index) is a damaged entry: removed with a warning, rebuilt and loaded."""
+    t0 = time.perf_counter()
+    key, path, built = _compile(source, name, options)
+    try:
+        module = load(path)
+    except OSError as e:
+        if built:
+            raise
+        warn_user(f"tilewarp: kernel cache entry {path} could not be loaded ({e}); rebuilding it")
+        cache.discard(key, path)
+        key, path, built = _compile(source, name, options)
+        module = load(path)
+    _log(log, name, options, built, t0)
+    return module

@@ -11,17 +11,18 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from tilewarp import config
-from tilewarp.errors import CompileError
+from tilewarp.errors import CompileError, warn_user
 
+from tilewarp.compile.cache import BuildLock, atomic_write, sweep_stale, temp_file
 from tilewarp.compile.paths import NATIVE_DIR
 PCH_HEADER = "tilewarp.h"
 RUNTIME_SOURCE = NATIVE_DIR / "runtime" / "thread_pool.cpp"
 
 _pch_failed: set[str] = set()  # PCH keys that failed to build in this process: don't retry
+_pch_verified: set[str] = set()  # PCH files whose checksum this process has checked
 
 
 def compiler() -> str:
@@ -64,7 +65,7 @@ def _identity_memo(cxx: str) -> tuple[str, bool]:
     """``_identity`` remembered on disk: probing the compiler costs ~30 ms of subprocesses per process."""
     import json
 
-    from .cache import atomic_write, cache_dir
+    from .cache import cache_dir
 
     memo = cache_dir() / "host" / f"identity-{_machine_fingerprint(cxx)}.json"
     try:
@@ -103,7 +104,7 @@ def _flags(include_dirs, defines, opt_level, debug, fast_math, extra_flags) -> l
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    fd, tmp = temp_file(path)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -134,7 +135,8 @@ def precompiled_header(pch_dir, flags: list[str], cxx: str) -> str | None:
 
     g++ looks for ``X.gch`` in each include folder just before ``X``, so putting this folder first
     in the -I list makes ``#include "tilewarp.h"`` (the first line of every generated source) load
-    the PCH; a source that doesn't start with it silently uses the plain header instead.
+    the PCH; a source that doesn't start with it silently uses the plain header instead. A damaged
+    PCH (g++ refuses a truncated one, failing every compile) fails its checksum and is rebuilt.
     """
     header = NATIVE_DIR / PCH_HEADER
     if not header.is_file() or not _identity_memo(cxx)[1]:  # clang's PCH rules differ: skip it
@@ -143,21 +145,92 @@ def precompiled_header(pch_dir, flags: list[str], cxx: str) -> str | None:
     key = hashlib.sha256(key_src.encode()).hexdigest()[:20]
     folder = Path(pch_dir) / f"pch-{key}"
     gch = folder / (PCH_HEADER + ".gch")
-    if gch.is_file():
-        return str(folder)
     if key in _pch_failed:
         return None
+    sweep_stale(folder)  # a killed PCH build's temp file (once per process)
+    if _pch_state(gch) == "ok":
+        return str(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=PCH_HEADER + ".", suffix=".gch.tmp")
+    with BuildLock(folder / "build.lock", "the precompiled header", lambda: sweep_stale(folder, again=True)):
+        state = _pch_state(gch)  # another process may have built it while we waited
+        if state == "ok":
+            return str(folder)
+        if state == "damaged":
+            warn_user(f"tilewarp: precompiled header {gch} is damaged; rebuilding it")
+        for p in (gch, _pch_record(gch)):
+            _unlink(p)
+        return str(folder) if _build_pch(header, gch, flags, cxx, key) else None
+
+
+def _pch_record(gch: Path) -> Path:
+    """``tilewarp.h.gch.json``: the PCH's size and SHA-256, as kernel cache entries have."""
+    return gch.with_name(gch.name + ".json")
+
+
+def _sha256_file(path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _pch_state(gch: Path) -> str:
+    """"ok"; "missing" (no PCH, or no record: a build killed between the two renames); or "damaged".
+    The checksum is read once per process and PCH (~20 MB, ~40 ms)."""
+    import json
+
+    if str(gch) in _pch_verified and gch.is_file():
+        return "ok"
+    try:
+        record = json.loads(_pch_record(gch).read_bytes())
+        size = gch.stat().st_size
+        ok = size == record["size"] and _sha256_file(gch) == record["sha256"]
+    except FileNotFoundError:
+        return "missing"
+    except (OSError, ValueError, KeyError, TypeError):
+        ok = False
+    if not ok:
+        return "damaged"
+    _pch_verified.add(str(gch))
+    return "ok"
+
+
+def _build_pch(header: Path, gch: Path, flags: list[str], cxx: str, key: str) -> bool:
+    """Compile the PCH into a temp file, rename it into place, then write its record."""
+    import json
+
+    fd, tmp = temp_file(gch)
     os.close(fd)
-    res = _run([cxx, *flags, "-x", "c++-header", str(header), "-o", tmp])
-    if res.returncode != 0:
+    try:
+        res = _run([cxx, *flags, "-x", "c++-header", str(header), "-o", tmp])
+        if res.returncode != 0:
+            _unlink(tmp)
+            _pch_failed.add(key)
+            return False
+        os.chmod(tmp, 0o644)
+        record = {"size": os.path.getsize(tmp), "sha256": _sha256_file(tmp)}
+        os.replace(tmp, gch)
+    except BaseException:
         _unlink(tmp)
-        _pch_failed.add(key)
-        return None
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, gch)
-    return str(folder)
+        raise
+    atomic_write(_pch_record(gch), json.dumps(record).encode())
+    _pch_verified.add(str(gch))
+    return True
+
+
+def _drop_pch(folder: str, why: str) -> None:
+    """Remove a PCH that broke a compile which works without it; the next compile builds a new one."""
+    gch = Path(folder) / (PCH_HEADER + ".gch")
+    _pch_verified.discard(str(gch))
+    for p in (gch, _pch_record(gch)):
+        _unlink(p)
+    warn_user(f"tilewarp: the precompiled header {gch} broke a compile that works without it ({why}); "
+              f"removed it, the next compile builds a new one")
+
+
+def _first_error(stderr: str) -> str:
+    return next((ln for ln in stderr.splitlines() if "error" in ln), "").strip()
 
 
 def compile_shared(source: str, out_path, *, include_dirs=(), defines=None, opt_level: int = 3,
@@ -174,12 +247,25 @@ def compile_shared(source: str, out_path, *, include_dirs=(), defines=None, opt_
     _write_atomic(cpp, source.encode())
     cxx = compiler()
     flags = _flags(include_dirs, defines, opt_level, debug, fast_math, extra_flags)
-    pch_flags: list[str] = []
-    if pch_dir is not None:
-        folder = precompiled_header(pch_dir, flags, cxx)
-        if folder:
-            pch_flags = [f"-I{folder}", "-Winvalid-pch"]
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=out.name + ".", suffix=".tmp")
+    folder = precompiled_header(pch_dir, flags, cxx) if pch_dir is not None else None
+    res = _compile_once(cxx, flags, cpp, out, folder, link_flags)
+    if res.returncode != 0 and folder:
+        # a PCH can pass its checksum and still be refused (damaged before its record was written):
+        # if the compile works without it, the PCH was at fault
+        plain = _compile_once(cxx, flags, cpp, out, None, link_flags)
+        if plain.returncode == 0:
+            _drop_pch(folder, _first_error(res.stderr))
+        res = plain
+    if res.returncode != 0:
+        first = _first_error(res.stderr)
+        msg = f"host C++ compilation failed ({Path(cxx).name} exit {res.returncode})"
+        raise CompileError(msg + (f": {first}" if first else ""), log=res.stderr, source_path=str(cpp))
+
+
+def _compile_once(cxx: str, flags, cpp: Path, out: Path, pch_folder, link_flags):
+    """One compiler run into a temp file, renamed onto `out` when it succeeds."""
+    pch_flags = [f"-I{pch_folder}", "-Winvalid-pch"] if pch_folder else []
+    fd, tmp = temp_file(out)
     os.close(fd)
     cmd = [cxx, *pch_flags, *flags, "-shared", str(cpp), "-o", tmp, *link_flags]
     try:
@@ -187,13 +273,15 @@ def compile_shared(source: str, out_path, *, include_dirs=(), defines=None, opt_
     except OSError as e:
         _unlink(tmp)
         raise CompileError(f"could not run host C++ compiler {cxx!r}: {e}", source_path=str(cpp)) from None
+    except BaseException:
+        _unlink(tmp)
+        raise
     if res.returncode != 0:
         _unlink(tmp)
-        first = next((ln for ln in res.stderr.splitlines() if "error" in ln), "").strip()
-        msg = f"host C++ compilation failed ({Path(cxx).name} exit {res.returncode})"
-        raise CompileError(msg + (f": {first}" if first else ""), log=res.stderr, source_path=str(cpp))
+        return res
     os.chmod(tmp, 0o755)
     os.replace(tmp, out)
+    return res
 
 
 #: Where the native runtime libraries are built: beside the package, once per install (as Warp ships
@@ -228,6 +316,7 @@ def build_native(source: Path, stem: str, folder=None, key_extra: str = "", **op
     """Build the native runtime source ``source`` where ``native_output`` says, unless it is there
     already; ``options`` go to ``compile_shared``."""
     out = native_output(source, stem, folder, key_extra)
+    sweep_stale(out.parent)  # leftovers of builds killed midway (once per process and folder)
     if not out.is_file():
         compile_shared(source.read_text(), out, opt_level=2, **options)
     return str(out)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import functools
 import os
-import tempfile
 from pathlib import Path
 
 from ..errors import CompileError
 
+from .cache import atomic_write
 from .paths import NATIVE_DIR
 
 
@@ -102,11 +102,9 @@ def compile_cubin(
     nv = _nvrtc()
     os.makedirs(source_dir, exist_ok=True)
     src_path = os.path.join(source_dir, f"{name}.cu")
-    # Write via a temp file + rename so concurrent compiles of the same kernel never see half a file.
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=source_dir)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(source)
-    os.replace(tmp, src_path)
+    # Write via a temp file + rename so concurrent compiles of the same kernel never see half a file
+    # (named after its writer, so a killed build's leftover is swept: cache.sweep_stale).
+    atomic_write(Path(src_path), source.encode("utf-8"))
 
     opts = [o.encode() for o in _options(arch, defines, debug, fast_math, extra_options, extra_includes)]
     # The program name is what NVRTC prints in diagnostics; the full path makes them clickable.

@@ -9,7 +9,7 @@ import threading
 
 import numpy as np
 
-from tilewarp.errors import LaunchError, TileWarpError
+from tilewarp.errors import LaunchError, ModuleLoadError, TileWarpError
 
 from .native_launch import SubmitEntry
 
@@ -56,7 +56,10 @@ class CpuModule:
 
     def __init__(self, path):
         self.path = str(path)
-        self.lib = ctypes.CDLL(self.path)
+        try:
+            self.lib = ctypes.CDLL(self.path)
+        except OSError as e:
+            raise ModuleLoadError(f"cannot load kernel library {e}") from None
 
     def function(self, symbol: str, kernel: str = "", shared_mem: int = 0) -> int:
         """Address of the C symbol `symbol` (an entry ``void(const void*, int64_t, int64_t)``); a tile
