@@ -12,6 +12,7 @@ from . import types as T
 from .emit import names
 from .errors import KernelError, KernelTypeError, LaunchError, TapeError
 from .frontend import Lowerer, get_source
+from .frontend.captures import collect as collect_captures
 from .module_options import backward_setting, check_kernel_options, is_debug
 
 
@@ -33,7 +34,16 @@ def _annotation_type(fn, name, annotation, loc_source):
         return T.value_type(annotation)
     except TypeError as e:
         src = loc_source()
-        raise KernelTypeError(f"parameter '{name}' of {fn.__name__}: {e}", src.loc(src.tree)) from None
+        raise KernelTypeError(f"parameter '{name}' of {fn.__name__}: {e}", src.loc(_annotation_node(src.tree, name))) \
+            from None
+
+
+def _annotation_node(tree, name):
+    """The AST of parameter ``name``'s annotation (errors point at it), else the function itself."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg) and node.arg == name and node.annotation is not None:
+            return node.annotation
+    return tree
 
 
 class Function:
@@ -154,6 +164,7 @@ class Kernel:
         self._by_key: dict = {None: None}  # generics.fast_key of launch arguments -> specialisation
         self._generic_at = None  # positions of the generic parameters
         self._tw_fast: list = []  # native launchers, one per device (runtime/native_launch.py)
+        self._tw_captures: tuple = ()  # plain values compiled in (frontend/captures.py), set by lowering
 
     @property
     def symbol(self) -> str:
@@ -193,6 +204,7 @@ class Kernel:
                     raise KernelTypeError(f"generic kernel {self.key} has one IR per argument types: launch it or "
                                           "use wp.overload()", self.source().loc(self.source().tree))
                 self._ir = self._lower(self.default_block_dim)
+                self._tw_captures = collect_captures(self._ir)
             return self._ir
 
     def _lower(self, block_dim: int):

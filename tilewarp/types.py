@@ -331,6 +331,10 @@ class ArrayType:
     dtype: type
     ndim: int = 1
 
+    def __post_init__(self):
+        if not (isinstance(self.ndim, int) and 1 <= self.ndim <= 4):  # the descriptors have 1 to 4 extents
+            raise TypeError(f"arrays have 1 to 4 dimensions, got ndim={self.ndim!r}")
+
     @property
     def _cpp_(self) -> str:
         return f"tw::array_t<{self.dtype._cpp_}, {self.ndim}>"

@@ -198,6 +198,7 @@ template <typename... S> struct all_scalar { static constexpr bool value = (is_s
 #define TW_IF_INT(T) typename T, detail::enable_if_t<detail::is_int<T>::value, int> = 0
 #define TW_IF_NUM(T) typename T, detail::enable_if_t<detail::is_num<T>::value, int> = 0
 #define TW_IF_SCALAR(T) typename T, detail::enable_if_t<detail::is_scalar<T>::value, int> = 0
+#define TW_IF_FLOAT(T) typename T, detail::enable_if_t<detail::is_float<T>::value, int> = 0
 
 // ---------------------------------------------------------------------------------------
 // Conversions: tw::cast<T>(x) between any two scalars (half via float, double->half direct).
@@ -227,8 +228,18 @@ template <> TW_FUNC half nan<half>() { return half::from_bits(0x7e00u); }
 template <TW_IF_NUM(T)> TW_FUNC T add(T a, T b) { return (T)(a + b); }
 template <TW_IF_NUM(T)> TW_FUNC T sub(T a, T b) { return (T)(a - b); }
 template <TW_IF_NUM(T)> TW_FUNC T mul(T a, T b) { return (T)(a * b); }
-// Integer division truncates toward zero, as C (and Warp); division by zero is undefined.
-template <TW_IF_NUM(T)> TW_FUNC T div(T a, T b) { return (T)(a / b); }
+template <TW_IF_FLOAT(T)> TW_FUNC T div(T a, T b) { return (T)(a / b); }
+// Integer division truncates toward zero, as C (and Warp). A CPU traps on a zero divisor and on
+// MIN / -1 (the quotient overflows) and a GPU returns garbage, so both get one defined answer
+// instead: x / 0 == 0, x % 0 == 0, MIN / -1 == MIN (wrapped), MIN % -1 == 0. Debug builds report a
+// zero divisor at the user's line (div_at below).
+template <TW_IF_INT(T)> TW_FUNC T div(T a, T b) {
+    if (b == (T)0) return (T)0;
+    if constexpr (detail::int_info<T>::is_signed) {
+        if (b == (T)-1) return (T)(0ull - (unsigned long long)a);  // -a, wrapping at MIN
+    }
+    return (T)(a / b);
+}
 template <TW_IF_NUM(T)> TW_FUNC T neg(T a) { return (T)(-a); }
 template <TW_IF_NUM(T)> TW_FUNC T pos(T a) { return a; }
 
@@ -241,15 +252,39 @@ template <TW_IF_SCALAR(T)> TW_FUNC bool ge(T a, T b) { return a >= b; }
 
 // ---------------------------------------------------------------------------------------
 // Integers.
-template <TW_IF_INT(T)> TW_FUNC T mod(T a, T b) { return (T)(a % b); }  // sign of dividend
+template <TW_IF_INT(T)> TW_FUNC T mod(T a, T b) {  // sign of dividend; defined for 0 and -1 as div
+    if (b == (T)0) return (T)0;
+    if constexpr (detail::int_info<T>::is_signed) {
+        if (b == (T)-1) return (T)0;
+    }
+    return (T)(a % b);
+}
 // Warp 1.19 `//` on integers floors (-7 // 2 == -4), unlike its `/` and `%` which truncate.
 template <TW_IF_INT(T)> TW_FUNC T floordiv(T a, T b) {
-    T q = (T)(a / b);
+    T q = div(a, b);
     if constexpr (detail::int_info<T>::is_signed) {
-        if ((T)(a % b) != 0 && ((a < 0) != (b < 0))) q = (T)(q - 1);
+        if (mod(a, b) != 0 && ((a < 0) != (b < 0))) q = (T)(q - 1);
     }
     return q;
 }
+// The integer `/`, `%` and `//` of debug-emitted code: a zero divisor is reported at its site (in a
+// debug build; the same source compiled without TW_DEBUG just divides).
+#if defined(TW_DEBUG)
+#define TW_REPORT_DIVZERO(b, loc) \
+    if (b == (T)0) report_error(ERR_DIVZERO, loc.site, -1, -1, 0, 0)
+#else
+#define TW_REPORT_DIVZERO(b, loc) (void)loc
+#endif
+#define TW_INT_DIVISION_AT(NAME)                                         \
+    template <TW_IF_INT(T)> TW_FUNC T NAME##_at(src_loc loc, T a, T b) { \
+        TW_REPORT_DIVZERO(b, loc);                                       \
+        return NAME(a, b);                                               \
+    }
+TW_INT_DIVISION_AT(div)
+TW_INT_DIVISION_AT(mod)
+TW_INT_DIVISION_AT(floordiv)
+#undef TW_INT_DIVISION_AT
+#undef TW_REPORT_DIVZERO
 template <TW_IF_INT(T)> TW_FUNC T abs(T a) {
     if constexpr (detail::int_info<T>::is_signed) return a < 0 ? (T)(-a) : a;
     else return a;

@@ -68,6 +68,8 @@ enum error_code : int32_t {
     ERR_ASSERT = 2,   // a user `assert` (site >= 0) or a native check (site -1, index = header line)
     ERR_NAN = 3,
     ERR_INDEXED = 4,  // an indexedarray's index array maps `index` outside its data array's `extent`
+    ERR_DIVZERO = 5,  // an integer `/`, `%` or `//` by zero
+    ERR_NULL = 6,     // a read or write of a null array (None passed for it)
 };
 
 struct error_state_t {

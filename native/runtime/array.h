@@ -71,6 +71,17 @@ template <typename T, int D> TW_FUNC const array_t<T, D>& data_of(const array_t<
 template <typename T, int D> TW_FUNC const array_t<T, D>& data_of(const indexedarray_t<T, D>& a) {
     return a.arr;
 }
+// A null array (None passed for it) reads as zeros and ignores writes; debug builds report the
+// access at the user's line. One compare of a launch constant, so it costs next to nothing.
+template <typename A> TW_FUNC bool null_access(const A& a, src_loc loc) {
+    if (data_of(a).data) return false;
+#if defined(TW_DEBUG)
+    report_error(ERR_NULL, loc.site, loc.arg, -1, 0, 0);
+#else
+    (void)loc;
+#endif
+    return true;
+}
 template <typename T, int D> TW_FUNC T* offset(T* base, const array_t<T, D>& a, const int64_t (&idx)[D]) {
     int64_t off = 0;
     for (int d = 0; d < D; ++d) off += idx[d] * a.strides[d];
@@ -83,14 +94,14 @@ template <typename T, int D> struct ndim_of<indexedarray_t<T, D>> { static const
 
 // Element access on array_t and indexedarray_t alike (A). The src_loc overloads let debug code
 // name the site and array; without TW_DEBUG both compile to the same plain byte arithmetic. Out
-// of bounds (debug): address() gives nullptr, load() gives T() and store() does nothing, so the
-// kernel runs to the end without touching memory it does not own.
+// of bounds (debug) or on a null array: address() gives nullptr, load() gives T() and store() does
+// nothing, so the kernel runs to the end without touching memory it does not own.
 template <typename A, typename... I>
 TW_FUNC typename A::value_type* address(src_loc loc, const A& a, I... i) {
     constexpr int D = detail::ndim_of<A>::value;
     static_assert(sizeof...(I) == D, "index count must match the array's ndim");
     int64_t idx[D] = {(int64_t)i...};
-    if (!detail::resolve(a, idx, loc)) return nullptr;
+    if (detail::null_access(a, loc) || !detail::resolve(a, idx, loc)) return nullptr;
     return detail::offset(detail::data_of(a).data, detail::data_of(a), idx);
 }
 template <typename A, typename... I> TW_FUNC typename A::value_type* address(const A& a, I... i) {
@@ -108,12 +119,8 @@ template <typename T, int D, typename... I> TW_FUNC T* grad_address(const array_
     return grad_address(src_loc{-1, -1}, a, i...);
 }
 template <typename A, typename... I> TW_FUNC typename A::value_type load(src_loc loc, const A& a, I... i) {
-#if defined(TW_DEBUG)
     const typename A::value_type* p = address(loc, a, i...);
     return p ? *p : typename A::value_type();
-#else
-    return *address(loc, a, i...);
-#endif
 }
 template <typename A, typename... I> TW_FUNC typename A::value_type load(const A& a, I... i) {
     return load(src_loc{-1, -1}, a, i...);
@@ -126,7 +133,7 @@ TW_FUNC void store_at(src_loc loc, const A& a, const int64_t (&at)[D], const typ
     static_assert(ndim_of<A>::value == D, "index count must match the array's ndim");
     int64_t idx[D];
     for (int d = 0; d < D; ++d) idx[d] = at[d];
-    if (!resolve(a, idx, loc)) return;
+    if (null_access(a, loc) || !resolve(a, idx, loc)) return;
     *offset(data_of(a).data, data_of(a), idx) = v;
 }
 }  // namespace detail
@@ -169,7 +176,7 @@ TW_FUNC array_t<T, D - 1> view1(src_loc loc, const array_t<T, D>& a, int64_t i, 
     if (!wrap(extent, idx, loc, dim)) idx[0] = 0;  // debug: keep the view well-formed (already flagged)
     array_t<T, D - 1> r;
     const int64_t off = idx[0] * a.strides[0];
-    r.data = (T*)(byte_ptr(a.data) + off);
+    r.data = a.data ? (T*)(byte_ptr(a.data) + off) : nullptr;  // a view of a null array is null
     r.grad = a.grad ? (T*)(byte_ptr(a.grad) + off) : nullptr;
     for (int d = 1; d < D; ++d) {
         r.shape[d - 1] = a.shape[d];

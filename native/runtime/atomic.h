@@ -5,12 +5,9 @@
 #pragma once
 #include "../core/mat.h"
 
-// In debug builds an out-of-bounds tw::address() is nullptr: skip the update (already reported).
-#if defined(TW_DEBUG)
+// tw::address() is nullptr on a null array (and out of bounds in debug builds, already reported):
+// skip the update.
 #define TW_ATOMIC_SKIP(RET) if (!addr) return RET
-#else
-#define TW_ATOMIC_SKIP(RET) (void)0
-#endif
 
 namespace tw {
 namespace detail {

@@ -14,6 +14,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -38,6 +39,7 @@ struct Param {
     int kind;
     Py_ssize_t offset, size;
     PyObject* type;  // kArray: the signature tuple; kBytes: the class; else NULL
+    long long lo, hi;  // integer kinds: the Python ints taken without overflow (launch.int_range)
 };
 
 struct Launcher {
@@ -92,7 +94,9 @@ PyGetSetDef launcher_getset[] = {
 
 PyTypeObject LauncherType = {PyVarObject_HEAD_INIT(nullptr, 0) "_tw_launch.Launcher"};
 
-// ---- scalars: the conversions ctypes makes (ints wrap to the field's width), else fallback ----
+// ---- scalars: the conversions the general path makes (runtime/launch.py), else fallback ----
+// An int must lie in the parameter's range (Param::lo..hi, plus up to 2**64 - 1 for uint64; unsigned
+// kinds take negatives as their two's complement bits); outside it Python raises the error.
 
 bool put_float(PyObject* v, double* out) {
     if (PyFloat_CheckExact(v)) {
@@ -125,14 +129,21 @@ bool put_scalar(const Param& p, PyObject* v, char* at) {
         return true;
     }
     if (!PyLong_CheckExact(v) && !PyBool_Check(v)) return false;
-    unsigned long long bits = PyLong_AsUnsignedLongLongMask(v);  // two's complement, wrapped like ctypes
-    if (bits == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
-        PyErr_Clear();
-        return false;
-    }
-    if (p.kind == kBool) {
+    if (p.kind == kBool) {  // any int, by its truth
         at[0] = PyObject_IsTrue(v) ? 1 : 0;
         return true;
+    }
+    int overflow;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    unsigned long long bits = static_cast<unsigned long long>(x);  // two's complement
+    if (overflow > 0 && p.kind == kU64) {  // 2**63 .. 2**64 - 1
+        bits = PyLong_AsUnsignedLongLong(v);
+        if (bits == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
+            PyErr_Clear();
+            return false;
+        }
+    } else if (overflow || x < p.lo || x > p.hi) {
+        return false;
     }
     memcpy(at, &bits, static_cast<size_t>(p.size));  // little-endian: the low bytes
     return true;
@@ -397,6 +408,10 @@ PyObject* make_launcher(PyObject*, PyObject* args) {
         }
         Py_INCREF(type);
         p.type = type;
+        int bits = static_cast<int>(8 * p.size);
+        bool is_unsigned = p.kind >= kU8;
+        p.lo = bits >= 64 ? LLONG_MIN : -(1LL << (bits - 1));
+        p.hi = bits >= 64 ? LLONG_MAX : (1LL << (is_unsigned ? bits : bits - 1)) - 1;
     }
     l->submit = reinterpret_cast<submit_fn>(static_cast<uintptr_t>(submit));
     PyObject* refs[] = {device, alias, rec_for, failed, pending, handle};

@@ -69,7 +69,7 @@ TW_FUNC array_t<T, O> slice_view(src_loc loc, const array_t<T, D>& a, P... parts
         r.shape[s.dout] = a.shape[s.din];
         r.strides[s.dout] = a.strides[s.din];
     }
-    r.data = (T*)(detail::byte_ptr(a.data) + s.offset);
+    r.data = a.data ? (T*)(detail::byte_ptr(a.data) + s.offset) : nullptr;  // null stays null
     r.grad = a.grad ? (T*)(detail::byte_ptr(a.grad) + s.offset) : nullptr;
     return r;
 }

@@ -97,7 +97,7 @@ def _view_cpp(args, template):
 
 #: Builtins that debug builds emit with a ``tw::src_loc{site, arg}`` first argument, so a failed
 #: check names the user's file:line and the array (see ``emit_located``).
-LOCATED = {"load", "store", "view", "_assert", "lower_bound"}
+LOCATED = {"load", "store", "view", "_assert", "lower_bound", "div", "mod", "floordiv"}
 
 
 def emit_located(b: Builtin, site: int, arg: int, args: list, template) -> str:
@@ -105,6 +105,8 @@ def emit_located(b: Builtin, site: int, arg: int, args: list, template) -> str:
     loc = f"TW_LOC({site}, {arg})"
     if b.name == "_assert":
         return f"TW_ASSERT_AT({args[0]}, {site})"
+    if b.name in ("div", "mod", "floordiv"):  # integer scalars only (sites.locate): a zero divisor
+        return f"tw::{b.name}_at({loc}, {', '.join(args)})"
     if b.name == "view":  # one call, so a bad index names its dimension in the indexed array
         return f"tw::view({loc}, {', '.join(args)})"
     if b.emit is not None:  # atomics: tw::atomic_x(tw::address(loc, arr, i...), v)

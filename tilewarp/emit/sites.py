@@ -12,9 +12,13 @@ from .. import types as T
 from ..ir import nodes as ir
 
 
+#: Integer ``/``, ``%`` and ``//``: debug builds report a zero divisor at the user's line.
+INT_DIVISIONS = ("div", "mod", "floordiv")
+
+
 @dataclass(frozen=True)
 class Site:
-    kind: str  # "access" | "assert"
+    kind: str  # "access" | "assert" | "divide"
     loc: object  # ir.Loc of the statement in the user's source
     function: str  # the kernel or @wp.func the statement is in
     array: str | None  # how to name the array, e.g. "array 'x'" or "'row' (a view of array 'x')"
@@ -35,7 +39,11 @@ class SiteTable:
         op = stmt.op
         if not isinstance(op, ir.Call) or op.builtin.name not in located:
             return None
-        if op.builtin.name == "_assert":
+        if op.builtin.name in INT_DIVISIONS:
+            if not (T.is_scalar(op.args[1].type) and T.is_int(op.args[1].type)):
+                return None  # float division is defined everywhere; integer vectors are not located
+            site = Site("divide", stmt.loc, fn.name, None, None, -1, 0)
+        elif op.builtin.name == "_assert":
             site = Site("assert", stmt.loc, fn.name, None, None, -1, 0)
         else:
             site = self._access(fn, stmt.loc, op.args[0])

@@ -42,7 +42,7 @@ def lower_call(lw, node: ast.Call):
         # a literal argument is a literal of the constructed scalar type: wp.float64(0.1) is the double 0.1,
         # also through a name (x = 0.1; wp.float64(x)), as Warp folds constants
         s = T.scalar_of(func)
-        args = [lw.const(v.const, s) if v.is_const and T.is_scalar(v.type) else v
+        args = [lw.cast_const(v.const, s) if v.is_const and T.is_scalar(v.type) else v
                 for v in map(lw.value, node.args)]
         return lw.call("construct", args, node, (func,))
     if T.is_struct(func):

@@ -54,7 +54,7 @@ def composite_call(lw, func, node):
 def construct(lw, t, values, node):
     """``t(*values)``: literal values are literals of ``t``'s scalar type (``wp.quatd(v, 1.0)``)."""
     s = T.scalar_of(t)
-    args = [lw.const(v.const, s) if v.is_const and T.is_scalar(v.type) else v for v in values]
+    args = [lw.cast_const(v.const, s) if v.is_const and T.is_scalar(v.type) else v for v in values]
     return lw.call("construct", args, node, (t,))
 
 

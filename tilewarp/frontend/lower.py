@@ -16,6 +16,7 @@ from ..builtins.vector import component_builtin
 from .tiles import ELEMENTWISE as TILE_ELEMENTWISE
 from ..errors import KernelError, KernelSyntaxError, KernelTypeError
 from ..ir import nodes as ir
+from .captures import capture_key
 from .source import MISSING, Source
 
 #: Python builtins usable in kernels, by the registry entry they mean.
@@ -47,6 +48,7 @@ class Lowerer:
             self.symbols[name] = v
         self.fn.values = [v for v in self.fn.values if v not in self.fn.params]
         self.block(self.src.tree.body)
+        check_literal_ranges(self.fn.body)
         if not self.is_kernel:
             types = {t for t in self.return_types if t is not None}
             if len(types) > 1:
@@ -70,6 +72,14 @@ class Lowerer:
             t = T.bool_ if isinstance(value, py.bool) else T.int32 if isinstance(value, py.int) else T.float32
         value = py.bool(value) if t is T.bool_ else py.float(value) if T.is_float(t) else py.int(value)
         return ir.Value(self._next_id, t, const=value, weak=weak)
+
+    def cast_const(self, value, t) -> ir.Value:
+        """A literal converted by an explicit constructor (``wp.uint32(-1)``): integers wrap into
+        ``t``'s range, as a C cast does (a bare literal must fit: check_literal_ranges)."""
+        if T.is_int(t) and isinstance(value, py.int) and not isinstance(value, py.bool):
+            low, high = _int_range(t)
+            value = (value - low) % (high - low + 1) + low
+        return self.const(value, t)
 
     def assign(self, op, t, node, hint="") -> ir.Value:
         dst = self.new_value(t, hint) if t is not None else None
@@ -173,6 +183,9 @@ class Lowerer:
         obj = self.src.lookup(node.id)
         if obj is MISSING:
             raise KernelTypeError(f"name '{node.id}' is not defined", self.src.loc(node))
+        key = capture_key(obj)
+        if key is not None:  # compiled in as a constant: wp.launch warns if it is rebound later
+            self.fn.captures.append((self.src.fn, node.id, key))
         return obj
 
     def visit_Attribute(self, node):
@@ -468,3 +481,32 @@ def _pretty(name: str) -> str:
 
 
 __all__ = ["Lowerer", "KernelError"]
+
+
+def check_literal_ranges(body) -> None:
+    """An integer literal must fit the type it ends up with (``x[0] = 3000000000`` into an int32
+    array): C++ would wrap it silently. Explicit constructors (``wp.uint32(-1)``) still wrap."""
+    for s in ir.walk(body):
+        if isinstance(s, ir.Assign):
+            op = s.op
+            operands = (op.src,) if isinstance(op, ir.Copy) else op.args
+        elif isinstance(s, ir.For):
+            operands = (s.start, s.stop, s.step)
+        else:
+            continue
+        for v in operands:
+            if isinstance(v, ir.Value) and isinstance(v.const, py.int) and not isinstance(v.const, py.bool) \
+                    and T.is_int(v.type) and not _fits(v.const, v.type):
+                raise KernelTypeError(f"integer literal {v.const} does not fit {T.type_name(v.type)} (range "
+                                      f"{_int_range(v.type)}); use a wider type, e.g. wp.int64({v.const}), or an "
+                                      f"explicit constructor to wrap it", getattr(s, "loc", None))
+
+
+def _int_range(t) -> tuple:
+    bits = 8 * t._size_
+    return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if t._kind_ == "int" else (0, (1 << bits) - 1)
+
+
+def _fits(value: int, t) -> bool:
+    low, high = _int_range(t)
+    return low <= value <= high

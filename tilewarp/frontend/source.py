@@ -2,15 +2,14 @@
 from __future__ import annotations
 
 import ast
-import builtins
 import inspect
 import textwrap
 from dataclasses import dataclass
 
 from ..errors import KernelSyntaxError
 from ..ir.nodes import Loc
+from .captures import _MISSING, lookup
 
-_MISSING = object()
 
 
 @dataclass
@@ -30,16 +29,7 @@ class Source:
 
     def lookup(self, name: str):
         """A name not bound locally: closure cell, then module global, then Python builtin."""
-        code = self.fn.__code__
-        if name in code.co_freevars and self.fn.__closure__:
-            cell = self.fn.__closure__[code.co_freevars.index(name)]
-            try:
-                return cell.cell_contents
-            except ValueError:  # cell not yet filled (function defined later in the enclosing scope)
-                return _MISSING
-        if name in self.fn.__globals__:
-            return self.fn.__globals__[name]
-        return getattr(builtins, name, _MISSING)
+        return lookup(self.fn, name)
 
     def evaluate(self, node: ast.expr, local_constants: dict):
         """Evaluate an expression in Python (``wp.static``) with the function's visible names."""

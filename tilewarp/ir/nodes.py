@@ -140,6 +140,7 @@ class Function:
     loc: Loc | None = None
     origin: object = None  # the @wp.func (kernel.Function) this specialises: its func_grad / func_replay
     block_dependent: bool = False  # its IR depends on the block size (wp.tile(x), untile, wp.block_dim())
+    captures: list = field(default_factory=list)  # (python fn, name, snapshot) of globals compiled in
 
 
 def walk(stmts):

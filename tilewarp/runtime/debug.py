@@ -16,7 +16,7 @@ from .. import types as T
 from ..errors import KernelRuntimeError
 from ..ir import nodes as ir
 
-ERR_BOUNDS, ERR_ASSERT, ERR_NAN, ERR_INDEXED = 1, 2, 3, 4
+ERR_BOUNDS, ERR_ASSERT, ERR_NAN, ERR_INDEXED, ERR_DIVZERO, ERR_NULL = 1, 2, 3, 4, 5, 6
 
 
 class ErrorState(ctypes.Structure):
@@ -104,9 +104,15 @@ class DebugChecks:
                 f"{s.index} of a tilewarp header", kind="native", kernel=self.kernel, loc=loc)
         if s.code == ERR_ASSERT:
             return KernelRuntimeError(f"{head}: assertion failed", kind="assert", kernel=self.kernel, loc=loc)
+        if s.code == ERR_DIVZERO:
+            return KernelRuntimeError(f"{head}: integer division or modulo by zero (release builds give 0)",
+                                      kind="divzero", kernel=self.kernel, loc=loc)
         array = site.array if site is not None else "an array"
         param = site.param if site is not None else None
         dim = s.dim + (site.dim_offset if site is not None else 0)
+        if s.code == ERR_NULL:
+            return KernelRuntimeError(f"{head}: {array} is None (a null array); release builds read zeros from it and "
+                                      f"skip writes to it", kind="null", kernel=self.kernel, loc=loc, array=param)
         if s.code == ERR_INDEXED:
             msg = (f"{head}: the index array of dimension {dim} of {array} holds {s.index}, outside the data "
                    f"array's dimension {dim} (size {s.extent})")
@@ -145,39 +151,66 @@ def written_params(fn: ir.Function) -> set:
     return written
 
 
-def check_finite(kernel: str, fn: ir.Function, values, written: set) -> None:
-    """Raise if a float array the kernel may write holds a NaN or an infinity."""
+def _float_arrays(fn: ir.Function, values, written: set):
+    """``(index, data)`` for each non-empty float array among the parameters ``written``."""
     for k in sorted(written):
         if k >= len(values) or not T.is_float(T.scalar_of(fn.params[k].type.dtype)):
             continue
         value = values[k]
         if value is None or getattr(value, "size", 0) == 0:
             continue
-        data = np.asarray(value.numpy())
+        yield k, np.asarray(value.numpy())
+
+
+def nonfinite_before(fn: ir.Function, values, written: set) -> dict:
+    """Where the arrays the kernel may write already hold NaNs or infinities, before the launch
+    (parameter index -> mask); the launch is blamed only for the others."""
+    found = {}
+    for k, data in _float_arrays(fn, values, written):
         bad = ~np.isfinite(data)
         if bad.any():
+            found[k] = bad
+    return found
+
+
+def check_finite(kernel: str, fn: ir.Function, values, written: set, before: dict | None = None) -> None:
+    """Raise if a float array the kernel may write holds a NaN or an infinity that was not there
+    before the launch (``before``, from ``nonfinite_before``)."""
+    before = before or {}
+    for k, data in _float_arrays(fn, values, written):
+        bad = ~np.isfinite(data)
+        old = before.get(k)
+        if old is not None:
+            old = old & bad  # still there after the launch
+            bad &= ~old
+        if bad.any():
+            value = values[k]
             where = np.argwhere(bad)[0]
             index = tuple(int(i) for i in where[: len(value.shape)])
             what = "nan" if np.isnan(data[tuple(where)]) else "inf"
+            note = (f"; {int(old.sum())} non-finite value(s) already there before the launch are not counted"
+                    if old is not None and old.any() else "")
             raise KernelRuntimeError(
                 f"kernel '{kernel}' left a non-finite value ({what}) in array '{fn.param_names[k]}' at index "
-                f"{index} (wp.config.verify_fp)", kind="nonfinite", kernel=kernel, loc=fn.loc,
+                f"{index} (wp.config.verify_fp){note}", kind="nonfinite", kernel=kernel, loc=fn.loc,
                 array=fn.param_names[k], index=index)
 
 
 def checked_launch(compiled, args, size: int, block_dim: int, values) -> None:
-    """Launch with the debug error slot cleared before and read after, then ``verify_fp``'s check."""
+    """Launch with the debug error slot cleared before and read after, then ``verify_fp``'s check
+    of the values the launch wrote (NaNs already in the arrays are not the kernel's doing)."""
     from .. import config
 
-    checks = compiled.checks
+    checks, fn, before = compiled.checks, compiled.packer.fn, None
+    if config.verify_fp:
+        written = getattr(compiled, "_written", None)
+        if written is None:
+            written = compiled._written = written_params(fn)
+        before = nonfinite_before(fn, values, written)
     if checks is not None:
         checks.before()
     compiled.device.backend.launch(compiled.handle, ctypes.addressof(args), *compiled.launch_dims(size, block_dim))
     if checks is not None:
         checks.after()
-    if config.verify_fp:
-        fn = compiled.packer.fn
-        written = getattr(compiled, "_written", None)
-        if written is None:
-            written = compiled._written = written_params(fn)
-        check_finite(fn.name, fn, values, written)
+    if before is not None:
+        check_finite(fn.name, fn, values, written, before)
