@@ -19,7 +19,7 @@ class _Launch:
     outputs: list
     device: object
     block_dim: int
-    read_versions: list = field(default_factory=list)  # (array read, its version right after the launch)
+    read_versions: list = field(default_factory=list)  # host_views.ReadRecord of each array read
 
 
 @dataclass(eq=False)
@@ -87,19 +87,26 @@ class Tape:
     def _check_inputs_intact(self):
         """Beyond Warp (NVIDIA/warp#1350): a launch's backward replays it from the arrays it read,
         so an array written after that launch would give a wrong gradient without a word."""
+        checksums: dict = {}
         for n, entry in enumerate(self.launches):
             if isinstance(entry, _HostStep):
                 continue
             names = entry.kernel.arg_names
             values = [*entry.inputs, *entry.outputs]
-            for a, version in entry.read_versions:
-                if a.version != version:
-                    k = next((k for k, v in enumerate(values) if any(x is a for x in tape_state.arrays_in(v))), None)
-                    what = f"argument '{names[k]}'" if k is not None and k < len(names) else "an array"
-                    raise TapeError(
-                        f"{what} of launch #{n} ({entry.kernel.key}) was overwritten after that launch "
-                        f"({a.version - version} write(s) since), so its gradient would be wrong; write "
-                        f"new values into a new array (e.g. one state array per step) instead")
+            for r in entry.read_versions:
+                a = r.array
+                if a.version != r.version:
+                    how = f"({a.version - r.version} write(s) since)"
+                elif r.written_through_view(checksums):
+                    how = "through a host view (x.numpy(), np.asarray(x) or DLPack)"
+                else:
+                    continue
+                k = next((k for k, v in enumerate(values) if any(x is a for x in tape_state.arrays_in(v))), None)
+                what = f"argument '{names[k]}'" if k is not None and k < len(names) else "an array"
+                raise TapeError(
+                    f"{what} of launch #{n} ({entry.kernel.key}) was overwritten after that launch {how}, so its "
+                    f"gradient would be wrong; write new values into a new array (e.g. one state array per step) "
+                    f"instead")
 
     def _seed_loss(self, loss):
         if not isinstance(loss, array):

@@ -152,13 +152,18 @@ def test_native_launch_equals_general_path(device, monkeypatch):
         assert it[7] == int(scalars["flag"]) and int(ut[0]) == scalars["u64"]
 
 
-@pytest.mark.parametrize("case", ["wrap", "bools", "ints_as_floats"])
-def test_python_scalars_convert_as_ctypes_does(device, case):
-    """Ints wrap to the parameter's width, bools are ints, ints are floats: as the general path."""
+@pytest.mark.parametrize("case", ["extremes", "bools", "ints_as_floats"])
+def test_python_scalars_convert_as_the_general_path_does(device, case):
+    """Ints at the ends of each type's range pass unchanged, negatives reach unsigned parameters as
+    their two's complement bits (as in Warp), bools are ints, ints are floats: as the general path."""
     rng = np.random.default_rng(11)
     base = _echo_args(rng, device)[2]
-    if case == "wrap":
-        values = {**base, **{k: int(rng.integers(2**40, 2**50)) * (-1) ** k_ for k_, k in enumerate(WRAPS)}}
+    if case == "extremes":
+        values = {**base}
+        for k_, k in enumerate(WRAPS):
+            bits = 8 * ctypes.sizeof(WRAPS[k])
+            lo, hi = -(2 ** (bits - 1)), 2 ** (bits if k.startswith("u") else bits - 1) - 1
+            values[k] = [lo, hi, int(rng.integers(lo, 0))][(k_ + int(rng.integers(3))) % 3]
         values["u64"] = -int(rng.integers(1, 2**40))
     elif case == "bools":
         values = {**base, **{k: bool(k_ % 2) for k_, k in enumerate(WRAPS)}, "flag": 2, "f32": True}
@@ -175,6 +180,31 @@ def test_python_scalars_convert_as_ctypes_does(device, case):
     assert int(ut[0]) == WRAPS["u64"](values["u64"]).value
     assert it[7] == int(bool(values["flag"]))
     assert fl[6] == np.float32(float(values["f32"])) and fl[7] == float(values["f64"])
+
+
+@pytest.mark.parametrize("name", list(WRAPS))
+def test_out_of_range_ints_raise_on_both_paths(device, name):
+    """An int a parameter cannot hold is not cut to its low bits: the extension hands the launch
+    back and the general path raises, naming the argument, its type and the value."""
+    rng = np.random.default_rng(list(WRAPS).index(name) + 100)
+    inputs, outs, scalars = _echo_args(rng, device)
+    _warm(echo, (2, 3), inputs, outs, device)
+    bits = 8 * ctypes.sizeof(WRAPS[name])
+    lo, hi = -(2 ** (bits - 1)), 2 ** (bits if name.startswith("u") else bits - 1) - 1
+    wp_type = {"i": "int", "u": "uint"}[name[0]] + str(bits)
+    for bad in (hi + 1 + int(rng.integers(0, 2**20)), lo - 1 - int(rng.integers(0, 2**20)), 2**40 + 7, -2**70):
+        if lo <= bad <= hi:
+            continue
+        values = list(inputs)
+        values[list(scalars).index(name)] = bad
+        for o in outs:
+            o.zero_()
+        assert native_launch.fast(echo, (2, 3), values, outs, device, 256) is False, bad
+        with pytest.raises(wp.LaunchError, match=rf"argument '{name}' expects {wp_type}, got {bad},"):
+            wp.launch(echo, dim=(2, 3), inputs=values, outputs=outs, device=device)
+        with pytest.raises(wp.LaunchError, match=rf"argument '{name}'.*{bad}"):  # the ctypes struct path too
+            wp.launch(echo, dim=(2, 3), inputs=values, outputs=outs, device=device, record_cmd=True)
+        assert not any(o.numpy().any() for o in outs), "nothing may run"
 
 
 def test_hands_back_what_it_does_not_pack(device):

@@ -6,6 +6,8 @@ kernel receives a ``tw::array_t<T, D>`` descriptor pointing straight at this mem
 """
 from __future__ import annotations
 
+import math
+import operator
 import typing
 from typing import Any
 
@@ -15,16 +17,18 @@ from .. import structs
 from .. import types as T
 from ..errors import LaunchError
 from .device import get_device
+from . import host_views
 
 
 class _Allocation:
     """Frees device memory when the last array viewing it goes away."""
 
-    __slots__ = ("backend", "ptr", "writes", "__weakref__")
+    __slots__ = ("backend", "ptr", "writes", "host_views", "pending_reads", "__weakref__")
 
     def __init__(self, backend, nbytes):
         self.backend, self.ptr = backend, backend.alloc(max(nbytes, 1))
         self.writes = 0  # version counter of the memory (array.version)
+        self.host_views, self.pending_reads = 0, None  # runtime/host_views.py
 
     def __del__(self):
         try:
@@ -37,13 +41,46 @@ def _infer_dtype(np_dtype) -> type:
     return T.scalar_type(np_dtype)
 
 
+#: kernels read an array's extents as int32 (``tw::array_t``) and its byte strides as int64
+MAX_EXTENT = 2**31 - 1
+MAX_BYTES = 2**63 - 1
+
+
+def _as_extent(s, shape):
+    """One extent as a Python int. Floats, bools, strings and None are refused: int(2.7) would
+    silently make 2 elements of what was likely a computed size (Warp truncates; its own errors for
+    such shapes, 2.5 or None, are TypeErrors)."""
+    if not isinstance(s, (bool, np.bool_)):
+        try:
+            return operator.index(s)
+        except TypeError:
+            pass
+    raise TypeError(f"array shape {shape!r}: extents must be ints, got {s!r} ({type(s).__name__})")
+
+
 def _shape_tuple(shape) -> tuple:
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
-    if not 1 <= len(shape) <= 4:
-        raise ValueError(f"arrays have 1 to 4 dimensions, got shape {shape}")
-    if any(s < 0 for s in shape):
-        raise ValueError(f"negative array shape {shape}")
-    return shape
+    if type(shape) is int:  # the common spellings first: views and wp.zeros(n) go through here
+        dims = (shape,)
+    elif type(shape) is tuple and all(type(s) is int for s in shape):
+        dims = shape
+    elif isinstance(shape, np.integer):
+        dims = (int(shape),)
+    else:
+        try:
+            items = tuple(shape)
+        except TypeError:
+            raise TypeError(f"array shape must be an int or a tuple of ints, got {shape!r} "
+                            f"({type(shape).__name__})") from None
+        dims = tuple(_as_extent(s, shape) for s in items)
+    if not 1 <= len(dims) <= 4:
+        raise ValueError(f"arrays have 1 to 4 dimensions, got shape {dims}")
+    for k, s in enumerate(dims):
+        if s < 0:
+            raise ValueError(f"negative array shape {dims}")
+        if s > MAX_EXTENT:
+            raise ValueError(f"array shape {dims}: dimension {k} has extent {s}, but kernels read extents as "
+                             f"signed 32-bit ints (the array descriptor), so each must be below 2**31")
+    return dims
 
 
 class array:
@@ -106,15 +143,19 @@ class array:
         else:
             outer = src.shape if src.ndim else (1,)
         self._set_layout(_shape_tuple(shape if shape is not None else outer), None)
-        if int(np.prod(self.shape)) * int(np.prod(inner or (1,))) != src.size:
+        if math.prod(self.shape) * math.prod(inner) != src.size:
             raise ValueError(f"data of size {src.size} does not fit shape {self.shape} of {T.type_name(self.dtype)}")
         self._allocate()
         self.device.backend.copy_htod(self.ptr, src.ctypes.data, src.nbytes)
 
     def _set_layout(self, shape, strides):
+        item = T.type_size(self.dtype)
+        nbytes = math.prod(shape) * item  # Python ints: np.prod wraps and would allocate 0 bytes
+        if nbytes > MAX_BYTES:
+            raise ValueError(f"array shape {shape} of {T.type_name(self.dtype)} needs {nbytes} bytes, more than "
+                             f"the 2**63 - 1 that kernels' 64-bit byte offsets can address")
         self.shape = shape
         self.ndim = len(shape)
-        item = T.type_size(self.dtype)
         if strides is None:
             strides, acc = [], item
             for s in reversed(shape):
@@ -135,7 +176,7 @@ class array:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape))
+        return math.prod(self.shape)
 
     @property
     def capacity(self) -> int:
@@ -405,6 +446,10 @@ class _HostView:
         self.__array_interface__ = {
             "version": 3, "shape": arr._full_shape(), "typestr": arr._np_dtype().str,
             "data": (arr.ptr if arr.size else 0, False), "strides": arr._full_strides()}
+        host_views.view_opened(arr)  # writable: the Tape checksums what recorded launches read
+
+    def __del__(self):
+        host_views.view_closed(self.owner)
 
 
 # ---- creation functions (Warp's names and defaults) ------------------------------------------------

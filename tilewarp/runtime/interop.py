@@ -130,6 +130,10 @@ def array_dlpack(a: array, stream=None, max_version=None, dl_device=None, copy=N
                 a.device.backend.wait_event(stream, ev.cuda_event)
     elif stream not in (None, -1):
         raise TypeError("DLPack stream must be None or -1 for CPU device")
+    else:  # a writable host view whose lifetime the consumer owns: the Tape checksums from now on
+        from .host_views import view_opened
+
+        view_opened(a, permanent=True)
     return to_dlpack(a)
 
 
@@ -156,7 +160,7 @@ def array_interface(a: array) -> dict:
 class _Imported:
     """Owns an imported DLManagedTensor: calls the producer's deleter when the arrays go away."""
 
-    __slots__ = ("managed", "writes", "__weakref__")
+    __slots__ = ("managed", "writes", "host_views", "pending_reads", "__weakref__")
 
     def __init__(self, managed):
         self.managed = managed

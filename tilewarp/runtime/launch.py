@@ -9,6 +9,7 @@ from .. import config
 from .. import types as T
 from ..emit import names
 from ..errors import LaunchError, TileWarpError
+from ..frontend.captures import check as check_captures
 from ..ir import nodes as ir
 from .array import array
 from .debug import checked_launch
@@ -16,6 +17,7 @@ from .indexedarray import converter as indexed_converter
 from .packing import make_pack_bytes
 from .device import Device, get_device
 from . import native_launch, tape_state
+from .host_views import record_read
 
 
 def _converter(t, name):
@@ -49,19 +51,24 @@ def _converter(t, name):
             return value.__ctype__()
 
         return conv_array
+    if T.is_scalar(t) and t._kind_ in ("int", "uint"):
+        return _int_converter(t, name, bad)
     if T.is_scalar(t):
         kind = t._kind_
-        ok = {"float": (int, float, np.integer, np.floating), "int": (int, np.integer),
-              "uint": (int, np.integer), "bool": (bool, np.bool_, int, np.integer)}[kind]
+        ok = (int, float, np.integer, np.floating) if kind == "float" else (bool, np.bool_, int, np.integer)
 
         def conv_scalar(value, device):
             if isinstance(value, T.Scalar):
                 value = value.value
             if not isinstance(value, ok):  # a Python bool is an int, and Warp takes it for numbers too
                 raise bad(value)
-            if t is T.float16:
-                return int(np.float16(value).view(np.uint16))
-            return t._type_(value).value if kind != "float" else float(value)
+            if kind != "float":  # bool: any int by its truth, as Warp (nothing is cut off)
+                return t._type_(value).value
+            try:
+                return float(value) if t is not T.float16 else int(np.float16(value).view(np.uint16))
+            except OverflowError:  # an int beyond a double
+                raise LaunchError(f"argument '{name}' expects {T.type_name(t)}, got {value}, "
+                                  f"too large for a float") from None
 
         return conv_scalar
     if T.is_composite(t):
@@ -90,6 +97,32 @@ def _converter(t, name):
     raise LaunchError(f"argument '{name}': unsupported parameter type {T.type_name(t)}")
 
 
+def int_range(t) -> tuple[int, int]:
+    """The Python ints an integer parameter of type ``t`` takes. Signed types: their own range.
+    Unsigned types also take negatives down to -2**(bits-1), passed as their two's complement bits
+    (-1 is all ones), as Warp and C pass them; anything wider is refused rather than cut to its low
+    bits (Warp keeps the low bits: 2**40 + 7 arrives as 7)."""
+    bits = 8 * ctypes.sizeof(t._type_)
+    return -(1 << (bits - 1)), (1 << (bits if t._kind_ == "uint" else bits - 1)) - 1
+
+
+def _int_converter(t, name, bad):
+    lo, hi = int_range(t)
+    ctype, ok = t._type_, (int, np.integer)
+
+    def conv_int(value, device):
+        if isinstance(value, T.Scalar):
+            value = value.value
+        if not isinstance(value, ok):  # a Python bool is an int, and Warp takes it for numbers too
+            raise bad(value)
+        if not lo <= value <= hi:
+            raise LaunchError(f"argument '{name}' expects {T.type_name(t)}, got {value}, outside the "
+                              f"{lo} to {hi} it takes")
+        return ctype(value).value
+
+    return conv_int
+
+
 def tid_arity(fn: ir.Function) -> int:
     n = 0
     for s in ir.walk(fn.body):
@@ -113,7 +146,7 @@ class ArgPacker:
         self.converters = [_converter(p.type, n) for n, p in zip(fn.param_names, fn.params)]
         self.n_params = len(self.converters)
         self.tid_arity = tid_arity(fn)
-        self._bounds: dict = {}  # dim as given (int or tuple) -> validated LaunchBounds
+        self._bounds: dict = {}  # dim (an int or a tuple of ints, see _memo_key) -> validated LaunchBounds
         self._bb: dict = {}      # the same -> (task count, the bounds as bytes): wp.launch's memo
         self.pack = self._unrolled_pack()
         self.pack_bytes = make_pack_bytes(self)  # wp.launch's packer: the same block as bytes
@@ -121,22 +154,23 @@ class ArgPacker:
     def bounds(self, dim):
         """Validated launch bounds for ``dim``, remembered per distinct ``dim`` (the struct is copied
         into each argument block, so sharing one is safe)."""
-        try:
-            b = self._bounds.get(dim)
-        except TypeError:  # a list or other unhashable spelling: no memo
-            return launch_bounds(dim, self.tid_arity)
+        key = _memo_key(dim)
+        b = self._bounds.get(key) if key is not None else None
         if b is None:
             b = launch_bounds(dim, self.tid_arity)
-            if len(self._bounds) < self.MAX_CACHED_BOUNDS and type(dim) in (int, tuple):
-                self._bounds[dim] = b
+            if key is not None and len(self._bounds) < self.MAX_CACHED_BOUNDS:
+                self._bounds[key] = b
         return b
 
     def bounds_bytes(self, dim):
         """``(task count, bounds as bytes)`` for ``dim``, remembered as ``bounds`` remembers."""
-        b = self.bounds(dim)
-        entry = (b.size, bytes(b))
-        if len(self._bb) < self.MAX_CACHED_BOUNDS and type(dim) in (int, tuple):
-            self._bb[dim] = entry
+        key = _memo_key(dim)
+        entry = self._bb.get(key) if key is not None else None
+        if entry is None:
+            b = self.bounds(dim)
+            entry = (b.size, bytes(b))
+            if key is not None and len(self._bb) < self.MAX_CACHED_BOUNDS:
+                self._bb[key] = entry
         return entry
 
     def pack(self, values, device, bounds):
@@ -158,15 +192,44 @@ class ArgPacker:
         return scope["pack"]
 
 
+def _exact_ints(dim) -> bool:
+    """Whether ``dim`` may key a bounds memo: an int or a tuple of ints, exactly. As dict keys 8.0 == 8
+    and True == 1, so a float or bool would otherwise pick up an int's validated entry."""
+    if type(dim) is int:
+        return True
+    if type(dim) is not tuple:
+        return False
+    for d in dim:  # a plain loop: a third of the cost of all() over a generator
+        if type(d) is not int:
+            return False
+    return True
+
+
+def _memo_key(dim):
+    """The bounds memo's key for ``dim``: the ints as Python ints (NumPy ints included), or None
+    for a spelling never memoised (lists; floats and bools, which launch_bounds refuses)."""
+    if _exact_ints(dim):
+        return dim
+    if _is_int(dim):
+        return int(dim)
+    if type(dim) is tuple and all(_is_int(d) for d in dim):
+        return tuple(int(d) for d in dim)
+    return None
+
+
+def _is_int(d) -> bool:
+    return isinstance(d, (int, np.integer)) and not isinstance(d, bool)  # True is an int to Python
+
+
 def launch_bounds(dim, tid_n: int):
-    if isinstance(dim, (int, np.integer)):
+    if _is_int(dim):
         dims = (int(dim),)
     else:
         try:
             dims = tuple(dim)
         except TypeError:
             dims = ()
-    if not 1 <= len(dims) <= 4 or any(not isinstance(d, (int, np.integer)) or d < 0 for d in dims):
+    if not 1 <= len(dims) <= 4 or any(not _is_int(d) or d < 0 for d in dims):
         raise LaunchError(f"dim must be a non-negative int or a tuple of 1 to 4 of them, got {dim!r}")
     dims = tuple(int(d) for d in dims)
     if tid_n > len(dims):  # fewer is fine: the trailing dimensions fold away (launch_tiled's lanes)
@@ -235,12 +298,14 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
         compiled = kernel.compiled(device)
     else:  # maybe a tile kernel: compiled per block shape
         compiled, block_dim = _compiled_for(kernel, device, dim, block_dim, backward=False)
+    if kernel._tw_captures:  # globals compiled in: warn if one was rebound since
+        check_captures(kernel)
     packer = compiled.packer
     if record_cmd or compiled.checks is not None or config.verify_fp:  # debug build / wp.config.verify_fp
         return _launch_checked(compiled, dim, values, device, block_dim, record_cmd)
-    try:  # the hot path: memoised bounds, arguments packed as bytes, one native call
-        size, bounds = packer._bb[dim]
-    except (KeyError, TypeError):
+    try:  # the hot path: memoised bounds (looked up here for exact ints only), arguments packed as bytes
+        size, bounds = packer._bb[dim] if type(dim) is int or _exact_ints(dim) else packer.bounds_bytes(dim)
+    except KeyError:
         size, bounds = packer.bounds_bytes(dim)
     args = packer.pack_bytes(values, device, bounds)
     submit = compiled.submit
@@ -252,7 +317,8 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
             submit(args, tasks, threads)
         else:  # a grid not of the launch's size: the submit entry reads the size from the bounds
             device.backend.launch(compiled.handle, args, tasks, threads)
-    if generic is False and compiled.launcher is not False and compiled.block is None:  # the next launch can go native
+    if generic is False and compiled.launcher is not False and compiled.block is None and not kernel._tw_captures:
+        # the next launch can go native (not with captured globals: only this path checks them)
         native_launch.remember(kernel, compiled)
     return None
 
@@ -281,7 +347,7 @@ def _launch_tracked(kernel, dim, inputs, outputs, device, stream, record_tape, m
         for a in tape_state.arrays_in(values[k]):
             a._bump_version()
     if record_tape and tape_state.active is not None:
-        versions = [(a, a.version) for k in read for a in tape_state.arrays_in(values[k])]
+        versions = [record_read(a) for k in read for a in tape_state.arrays_in(values[k])]
         tape_state.active.record_launch(kernel, dim, inputs, outputs, device, block_dim, versions)
 
 
