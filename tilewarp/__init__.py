@@ -8,7 +8,7 @@ from . import config  # noqa: E402
 from .builtins import REGISTRY as _REGISTRY  # noqa: E402
 from .errors import (  # noqa: E402,F401
     CompileError, CudaError, DeviceError, KernelError, KernelSyntaxError, KernelTypeError, KernelValueError,
-    LaunchError, AutodiffError, TapeError, TileWarpError)
+    LaunchError, AutodiffError, ModuleLoadError, TapeError, TileWarpError)
 from .errors import KernelRuntimeError  # noqa: E402,F401
 from .module_options import Module, get_module, get_module_options, set_module_options  # noqa: E402,F401
 from .runtime.indexedarray import (  # noqa: E402,F401
@@ -36,6 +36,7 @@ from .runtime.interop import (  # noqa: E402,F401
     stream_from_torch, stream_to_torch, to_dlpack, to_torch)
 from .structs import struct  # noqa: E402,F401
 from .tape import Tape  # noqa: E402,F401
+from .timing import ScopedTimer  # noqa: E402,F401
 from .autodiff.custom import adjoint, func_grad, func_replay, grad  # noqa: E402,F401
 from . import autograd  # noqa: E402,F401
 from .types import (  # noqa: E402,F401
@@ -77,3 +78,13 @@ def clear_kernel_cache():
     from .compile.cache import clear
 
     clear()
+
+
+def __getattr__(name):
+    """Submodules Warp scripts reach as ``wp.<name>`` without importing them (``wp.render``), loaded on
+    first use so ``import tilewarp`` stays light."""
+    if name in ("render",):
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module 'tilewarp' has no attribute '{name}'")
