@@ -4,9 +4,10 @@ entry) and _tw_launch (wp.launch's native hot path, a CPython extension).
 
     python build_lib.py
 
-Not required before use: each library is built on first use (the extension in the background). Running
-this up front, once per install, moves those one-time compiles (about a second each) out of the first
-launches and checks that the host compiler works.
+Not required: ``pip install`` compiles these (pyproject's ext-modules) and tilewarp uses those. Where
+the install could not (no compiler then), or in a source checkout used without installing, each library
+is built on first use (the extension in the background); running this up front moves those one-time
+compiles (about a second each) out of the first launches and checks that the host compiler works.
 """
 import sys
 

@@ -27,6 +27,7 @@ def test_every_package_and_native_folder_is_listed():
 
 SCRIPT = r'''
 import numpy as np, tilewarp as wp, tilewarp.compile.paths as paths
+from tilewarp.runtime import cpu, native_launch
 assert tilewarp_dir in wp.__file__ and tilewarp_dir in str(paths.NATIVE_DIR), (wp.__file__, paths.NATIVE_DIR)
 
 @wp.kernel
@@ -34,10 +35,24 @@ def scale(a: wp.array(dtype=float), s: float):
     i = wp.tid()
     a[i] = a[i] * s
 
+@wp.kernel
+def sum_sq(a: wp.array(dtype=float), loss: wp.array(dtype=float)):
+    wp.atomic_add(loss, 0, a[wp.tid()] * a[wp.tid()])
+
 x = np.random.default_rng(0).random(300, dtype=np.float32)
-a = wp.array(x, device="cpu")
+a = wp.array(x, device="cpu", requires_grad=True)
 wp.launch(scale, 300, inputs=[a, 3.0], device="cpu")
 assert np.allclose(a.numpy(), 3 * x)
+# the libraries pip built: the native launch path from the first launch, the CPU runtime
+assert native_launch.fast is not None and tilewarp_dir in native_launch._ext.__file__, native_launch._ext
+assert tilewarp_dir in cpu.runtime_library()._name, cpu.runtime_library()._name
+wp.launch(scale, 300, inputs=[a, 1.0], device="cpu")
+assert scale._tw_fast, "the second launch went native"
+loss = wp.zeros(1, dtype=float, device="cpu", requires_grad=True)
+with wp.Tape() as tape:
+    wp.launch(sum_sq, 300, inputs=[a], outputs=[loss], device="cpu")
+tape.backward(loss)
+assert np.allclose(a.grad.numpy(), 6 * x, rtol=1e-5)
 print("ok", paths.NATIVE_DIR)
 '''
 
@@ -58,6 +73,8 @@ def test_a_built_wheel_installs_and_runs(tmp_path):
     assert install.returncode == 0, install.stderr[-3000:]
     assert (target / "tilewarp" / "native" / "tilewarp.h").is_file()
     assert (target / "tilewarp" / "native" / "runtime" / "thread_pool.cpp").is_file()
+    built = sorted(p.name.split(".")[0] for p in (target / "tilewarp").glob("_*.so"))
+    assert built == ["_libtilewarp_cpu", "_libtilewarp_cuda", "_tw_launch"], built  # compiled by pip
     env = dict(os.environ, PYTHONPATH=str(target), TILEWARP_CACHE_DIR=str(tmp_path / "cache"))
     script = tmp_path / "use_installed.py"  # kernels need a source file
     script.write_text(f"tilewarp_dir = {str(target / 'tilewarp')!r}\n" + SCRIPT)

@@ -411,5 +411,41 @@ def test_disabled_by_environment(tmp_path):
 
 
 def test_no_python_headers_means_no_extension(monkeypatch, tmp_path):
+    import tilewarp.compile.host as host
+
     monkeypatch.setattr(sysconfig, "get_paths", lambda: {"include": str(tmp_path)})
+    monkeypatch.setattr(host, "installed", lambda stem, source: None)  # pip could not build it either
     assert native_launch._library() is None
+
+
+def test_the_extension_pip_built_needs_no_headers(monkeypatch, tmp_path):
+    import tilewarp.compile.host as host
+
+    built = tmp_path / "_tw_launch.so"
+    built.write_bytes(b"")
+    monkeypatch.setattr(sysconfig, "get_paths", lambda: {"include": str(tmp_path)})
+    monkeypatch.setattr(host, "installed", lambda stem, source: built if stem == "_tw_launch" else None)
+    assert native_launch._library() == (str(built), None)
+
+
+def test_an_installed_library_older_than_its_source_is_not_used_in_a_source_tree(monkeypatch, tmp_path):
+    import importlib.machinery
+
+    import tilewarp.compile.host as host
+
+    package = tmp_path / "tilewarp"
+    (package / "_native").mkdir(parents=True)
+    source = tmp_path / "native" / "runtime" / "x.cpp"
+    source.parent.mkdir(parents=True)
+    source.write_text("// source")
+    lib = package / f"_x{importlib.machinery.EXTENSION_SUFFIXES[0]}"
+    lib.write_bytes(b"")
+    monkeypatch.setattr(host, "PACKAGE_RUNTIME_DIR", package / "_native")
+    monkeypatch.setattr(host, "NATIVE_DIR", tmp_path / "native")  # a source tree: native/ beside the package
+    os.utime(source, (1000, 1000))
+    os.utime(lib, (2000, 2000))
+    assert host.installed("x", source) == lib
+    os.utime(source, (3000, 3000))  # edited after the install built it
+    assert host.installed("x", source) is None
+    monkeypatch.setattr(host, "NATIVE_DIR", package / "native")  # an installed wheel: sources do not change
+    assert host.installed("x", source) == lib

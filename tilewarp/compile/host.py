@@ -294,6 +294,10 @@ def native_output(source: Path, stem: str, folder=None, key_extra: str = "") -> 
     """Where ``build_native`` finds or puts ``source``'s library, ``<stem>-<key>.so``, the key hashing
     the source text, the compiler identity and ``key_extra``: in ``folder`` when given, else beside
     the package or in the kernel cache (wherever it exists already; else the first writable)."""
+    if folder is None:
+        built = installed(stem, source)
+        if built is not None:
+            return built
     key = "\0".join((source.read_text(), target_identity(), key_extra))
     name = f"{stem}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.so"
     if folder is not None:
@@ -310,6 +314,23 @@ def native_output(source: Path, stem: str, folder=None, key_extra: str = "") -> 
     except OSError:
         writable = False
     return (folders[0] if writable else folders[1]) / name
+
+
+def installed(stem: str, source: Path) -> Path | None:
+    """``source``'s library as ``pip install`` built it (pyproject's ext-modules: ``tilewarp/_<stem>``
+    plus the interpreter's extension suffix), or None. In a source tree (an editable install) the
+    source may have been edited since: a library older than its source is not used."""
+    import importlib.machinery
+
+    package = PACKAGE_RUNTIME_DIR.parent
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        path = package / f"_{stem.lstrip('_')}{suffix}"
+        if path.is_file():
+            in_source_tree = NATIVE_DIR.parent == package.parent
+            if in_source_tree and source.stat().st_mtime > path.stat().st_mtime:
+                return None
+            return path
+    return None
 
 
 def build_native(source: Path, stem: str, folder=None, key_extra: str = "", **options) -> str:

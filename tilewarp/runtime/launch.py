@@ -293,7 +293,9 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     except AttributeError:
         raise LaunchError(f"wp.launch() needs a @wp.kernel, got {type(kernel).__name__}") from None
     if generic is not False:  # first launch, or a generic kernel: the specialisation for these arguments
-        kernel = kernel.specialization_for(values)
+        specialized = kernel.specialization_for(values)
+        generic = kernel._generic  # known now: False for a plain kernel, so its first launch makes it native
+        kernel = specialized
     if kernel.__dict__.get("_tw_tiles") is False:
         compiled = kernel.compiled(device)
     else:  # maybe a tile kernel: compiled per block shape

@@ -8,8 +8,9 @@ path), or handed to the CPython extension ``_tw_launch`` (native/runtime/launch_
 ``Launcher`` that checks and packs the arguments itself, so a repeated ``wp.launch`` costs a few
 hundred nanoseconds before the driver instead of ~1.3 us.
 
-The extension is built on first use (in a background thread) or by ``build_lib.py``, beside the
-package like the other native libraries (``compile.host.native_output``); without
+The extension is built by ``pip install`` (pyproject's ext-modules, ``compile.host.installed``);
+where that could not compile it, on first use (in a background thread) or by ``build_lib.py``,
+beside the package like the other native libraries (``compile.host.native_output``); without
 Python's headers or a host compiler (or with ``TILEWARP_FAST_LAUNCH=0``) every launch takes the
 general path, which gives the same results. A launcher is remembered on the kernel after a launch
 through the general path (``remember``); ``forget_all`` drops them when a setting that decides how a
@@ -161,11 +162,12 @@ def extension(wait: bool = True):
         with _lock:
             if _loader is None:
                 path = _library()
-                _loader = threading.Thread(target=_install, args=(path,), name="tilewarp-native-launch",
-                                           daemon=True)
+                # not a daemon: a process that ends sooner waits for the build rather than killing it
+                _loader = threading.Thread(target=_install, args=(path,), name="tilewarp-native-launch")
                 if path is None or os.path.isfile(path[0]):
                     _install(path)  # nothing to build: load it now
                 else:
+                    _log("wp.launch's native path was not built at install; building it in the background")
                     _loader.start()
         if wait:
             _ready.wait()
@@ -175,9 +177,15 @@ def extension(wait: bool = True):
 def _library():
     """(where the extension is or will be built, Python's include folder), or None where it cannot be
     built."""
+    if os.environ.get("TILEWARP_FAST_LAUNCH", "1") == "0":
+        return None
+    from ..compile.host import installed
+
+    built = installed("_tw_launch", _SOURCE)  # by pip install: needs no headers or compiler now
+    if built is not None:
+        return str(built), None
     include = sysconfig.get_paths().get("include")
-    if os.environ.get("TILEWARP_FAST_LAUNCH", "1") == "0" or not include or \
-            not os.path.isfile(os.path.join(include, "Python.h")):
+    if not include or not os.path.isfile(os.path.join(include, "Python.h")):
         return None
     try:
         from ..compile.host import native_output
@@ -192,6 +200,9 @@ def _install(library) -> None:
     global _ext, fast
     try:
         ext = _load(*library) if library is not None else None
+        if ext is None and os.environ.get("TILEWARP_FAST_LAUNCH", "1") != "0":
+            _log("wp.launch's native path is unavailable (no Python headers or host compiler); launches take "
+                 "the Python path (~1 us more each)")
         if ext is not None:
             from .array import array
             from .device import publish_defaults as publish
@@ -202,6 +213,11 @@ def _install(library) -> None:
             fast = ext.launch
     finally:
         _ready.set()
+
+
+def _log(message: str) -> None:
+    if not config.quiet:
+        print(f"tilewarp: {message}", file=sys.stderr, flush=True)
 
 
 def _key_extra(include: str) -> str:
