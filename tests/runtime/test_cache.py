@@ -429,3 +429,22 @@ def test_atomic_write_leaves_no_partial_file(tmp_path, monkeypatch):
         cache.atomic_write(target, b"new contents")
     assert target.read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir()] == ["f.bin"]
+
+
+def test_a_long_compile_says_it_is_compiling(monkeypatch, capsys):
+    """A compile still running after PROGRESS_AFTER seconds prints one progress line (not when quiet)."""
+    import time
+
+    import tilewarp.compile as compile_mod
+    from tilewarp.compile.options import Options
+
+    monkeypatch.setattr(compile_mod, "PROGRESS_AFTER", 0.05)
+    slow = lambda source, name, options, work: (time.sleep(0.3), b"binary")[1]  # noqa: E731
+    monkeypatch.setitem(compile_mod.TOOLCHAINS, "cpu", (slow, lambda o: "fake", ".so"))
+    monkeypatch.setattr(wp.config, "quiet", False)
+    source = f"// {os.urandom(8).hex()}"  # a fresh key
+    compile_mod.compile_cached(source, "slowpoke", Options("cpu", 0))
+    assert capsys.readouterr().out.count("tilewarp: compiling slowpoke (cpu) ...") == 1
+    monkeypatch.setattr(wp.config, "quiet", True)
+    compile_mod.compile_cached(source + " ", "hushed", Options("cpu", 0))
+    assert "compiling hushed" not in capsys.readouterr().out

@@ -56,8 +56,41 @@ def _compile(source: str, name: str, options: Options) -> tuple[str, Path, bool]
         path = cache.lookup(key)  # another process may have built it while we waited
         if path is not None:
             return key, path, False
-        data = build(source, f"{name}_{key[:12]}", options, cache.source_dir(key))
+        with _progress(f"compiling {name} ({options.target}{_arch(options)}) ..."):
+            data = build(source, f"{name}_{key[:12]}", options, cache.source_dir(key))
         return key, cache.store(key, suffix, data), True
+
+
+#: a compile still running after this many seconds says so (cuBLASDx instances take 10-20 s)
+PROGRESS_AFTER = 2.0
+
+
+class _progress:
+    """Prints ``message`` once if the block is still running after ``PROGRESS_AFTER`` seconds, so a
+    long compile does not look like a hang (nothing when ``wp.config.quiet``)."""
+
+    def __init__(self, message: str):
+        import threading
+
+        self.timer = threading.Timer(PROGRESS_AFTER, self._say, (message,))
+        self.timer.daemon = True
+
+    @staticmethod
+    def _say(message):
+        from .. import config
+
+        if not config.quiet:
+            print(f"tilewarp: {message}", flush=True)
+
+    def __enter__(self):
+        self.timer.start()
+
+    def __exit__(self, *exc):
+        self.timer.cancel()
+
+
+def _arch(options: Options) -> str:
+    return f" sm_{options.arch}" if options.target == "cuda" else ""
 
 
 def _log(log, name: str, options: Options, built: bool, t0: float) -> None:
