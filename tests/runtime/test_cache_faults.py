@@ -25,19 +25,7 @@ from tilewarp.compile import cache, host
 
 REPO = Path(__file__).resolve().parents[2]
 
-KERNELS = """
-import tilewarp as wp
-
-@wp.kernel
-def scale(a: wp.array(dtype=float), s: float):
-    i = wp.tid()
-    a[i] = SCALE_BODY
-
-@wp.kernel
-def offset(a: wp.array(dtype=wp.int32), k: int):
-    i = wp.tid()
-    a[i] = a[i] + k * i
-"""
+from tests.runtime.test_cache import KERNELS  # noqa: E402 - the same two kernels
 
 MAIN = """\
 import numpy as np
