@@ -384,13 +384,57 @@ class array:
         axes = tuple(reversed(range(self.ndim))) if axes is None else tuple(int(a) for a in axes)
         if sorted(axes) != list(range(self.ndim)):
             raise ValueError(f"transpose: axes {axes} are not a permutation of the {self.ndim} dimensions")
-        view = array(ptr=self.ptr, dtype=self.dtype, shape=tuple(self.shape[a] for a in axes),
-                     strides=tuple(self.strides[a] for a in axes), device=self.device)
+        return self._view([self.shape[a] for a in axes], [self.strides[a] for a in axes],
+                          grad=lambda g: g.transpose(axes))
+
+    def _view(self, shape, strides, dtype=None, grad=None):
+        """A view of this array's memory, sharing its version counter; ``grad(g)`` makes the same view
+        of the gradient ``g`` (whose strides may differ), None for a view without one."""
+        view = array(ptr=self.ptr, dtype=dtype or self.dtype, shape=tuple(shape), strides=tuple(strides),
+                     device=self.device)
         view._owner = self._owner or self
-        if self._grad is not None:
-            view._grad = self._grad.transpose(axes)
+        if grad is not None and self._grad is not None:
+            view._grad = grad(self._grad)
             view._requires_grad = self._requires_grad
         return view
+
+    def reshape(self, shape):
+        """A view with another shape of the same size (one extent may be -1), as Warp's: contiguous
+        arrays only."""
+        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+        if shape.count(-1) == 1:
+            known = int(np.prod([s for s in shape if s != -1]))
+            shape = tuple(self.size // known if known and s == -1 else s for s in shape)
+        if int(np.prod(shape)) != self.size or any(s < 0 for s in shape):
+            raise RuntimeError(f"cannot reshape array of shape {self.shape} (size {self.size}) into shape "
+                               f"{shape} (size {int(np.prod(shape))})")
+        if not self.is_contiguous:
+            raise RuntimeError("Reshaping non-contiguous arrays is unsupported.")
+        return self._view(shape, array._contiguous_strides(shape, T.type_size(self.dtype)),
+                          grad=lambda g: g.reshape(shape))
+
+    def flatten(self):
+        """A 1-d view of a contiguous array."""
+        if not self.is_contiguous:
+            raise RuntimeError("Flattening non-contiguous arrays is unsupported.")
+        return self.reshape((self.size,))
+
+    def contiguous(self):
+        """This array if contiguous, else a contiguous copy."""
+        return self if self.is_contiguous else clone(self)
+
+    def view(self, dtype):
+        """The same memory as elements of ``dtype``: of the same size, or the scalar type of this
+        array's vectors/matrices (a trailing dimension per component)."""
+        dtype = T.value_type(dtype)
+        if T.type_size(dtype) == T.type_size(self.dtype):
+            return self._view(self.shape, self.strides, dtype)
+        inner = getattr(self.dtype, "_wp_shape_", ())
+        if inner and dtype is T.scalar_of(self.dtype) and self.ndim + len(inner) <= 4:
+            item = T.type_size(dtype)
+            return self._view(self.shape + inner, self.strides + array._contiguous_strides(inner, item), dtype)
+        raise TypeError(f"cannot view an array of {T.type_name(self.dtype)} as {T.type_name(dtype)}: "
+                        f"the element sizes differ")
 
     def __getitem__(self, key):
         key = key if isinstance(key, tuple) else (key,)
@@ -414,7 +458,7 @@ class array:
         view = array(ptr=ptr, dtype=self.dtype, shape=tuple(shape), strides=tuple(strides), device=self.device)
         view._owner = self._owner or self
         if self._grad is not None:
-            view._grad = self._grad[key]
+            view._grad = self._grad[key]  # the same offset into the gradient's own memory
             view._requires_grad = self._requires_grad
         return view
 
