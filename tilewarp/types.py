@@ -193,6 +193,42 @@ class MatrixBase(_Composite):
     def __repr__(self):
         return repr(self.numpy().tolist())
 
+    def _like(self, values):
+        """A composite of this scalar type shaped as ``values`` (a vector, or a matrix of that shape)."""
+        values = np.asarray(values)
+        t = vector(values.shape[0], self._wp_scalar_type_) if values.ndim == 1 else \
+            matrix(values.shape, self._wp_scalar_type_)
+        return t(*values.reshape(-1))
+
+    def _operand(self, o):
+        return o.numpy() if isinstance(o, _Composite) else np.asarray(o, dtype=self._wp_scalar_type_._np_)
+
+    def _elementwise(self, other, op):
+        return self._like(op(self.numpy(), self._operand(other)))
+
+    def __add__(self, o):
+        return self._elementwise(o, np.add)
+
+    def __sub__(self, o):
+        return self._elementwise(o, np.subtract)
+
+    def __truediv__(self, o):
+        return self._elementwise(o, np.divide)
+
+    def __neg__(self):
+        return self._like(-self.numpy())
+
+    def __matmul__(self, o):  # matrix times matrix or vector, as in kernels
+        return self._like(self.numpy() @ self._operand(o))
+
+    def __mul__(self, o):  # a matrix or vector operand multiplies as a product, a scalar per element
+        if isinstance(o, _Composite):
+            return self @ o
+        return self._elementwise(o, np.multiply)
+
+    def __rmul__(self, o):
+        return self._elementwise(o, np.multiply)
+
 
 def _hamilton(a, b):
     """Quaternion product of two (x, y, z, w) arrays."""

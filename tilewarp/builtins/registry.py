@@ -44,8 +44,10 @@ class Builtin:
     storage: Callable | None = None
 
     def __call__(self, *args, **kwargs):
-        if self.host is None:
-            raise RuntimeError(f"wp.{self.name}() can only be called inside a kernel or wp.func")
+        if self.host is None:  # the kernel implementation, run on the CPU (tilewarp/host_calls.py)
+            from ..host_calls import call
+
+            return call(self, args, kwargs)
         return self.host(*args, **kwargs)
 
     def __repr__(self):
