@@ -83,7 +83,7 @@ def clear_kernel_cache():
 def __getattr__(name):
     """Submodules Warp scripts reach as ``wp.<name>`` without importing them (``wp.render``), loaded on
     first use so ``import tilewarp`` stays light."""
-    if name in ("render", "optim"):
+    if name in ("render", "optim", "utils"):
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")

@@ -13,6 +13,7 @@ from . import autograd as autograd
 from . import config as config
 from . import optim as optim
 from . import render as render
+from . import utils as utils
 from .autodiff.custom import adjoint as adjoint
 from .autodiff.custom import func_grad as func_grad
 from .autodiff.custom import func_replay as func_replay
