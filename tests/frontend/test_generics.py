@@ -293,3 +293,27 @@ def test_generic_function_argument_mismatch():
     line = next(k + 1 for k, t in enumerate(lines) if "only_floats(3)  # <- error" in t)
     assert f"{THIS_FILE}:{line}:" in str(info.value)
 
+
+
+def test_dtype_of_an_array_and_type_of_a_value_construct_in_generic_kernels():
+    """``arr.dtype(0)`` and ``type(x)(0)`` in kernel code, as Warp allows (typed zeros for generic
+    accumulators)."""
+    from typing import Any
+
+    import tilewarp as wp
+
+    @wp.kernel
+    def total(x: wp.array(dtype=Any), out: wp.array(dtype=Any)):
+        acc = x.dtype(0)
+        for i in range(x.shape[0]):
+            acc += x[i]
+        zero = type(acc)(0)
+        out[0] = acc + zero
+
+    rng = np.random.default_rng(9)
+    for dtype, np_type in ((wp.float64, np.float64), (wp.vec3, np.float32), (wp.int32, np.int32)):
+        data = rng.integers(-50, 50, (7, 3) if dtype is wp.vec3 else 7).astype(np_type)
+        x = wp.array(data, dtype=dtype, device="cpu")
+        out = wp.zeros(1, dtype=dtype, device="cpu")
+        wp.launch(total, dim=1, inputs=[x, out], device="cpu")
+        np.testing.assert_array_equal(out.numpy()[0], data.sum(0))

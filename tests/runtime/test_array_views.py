@@ -64,3 +64,10 @@ def test_view_reinterprets_memory_as_warp(rng):
     np.testing.assert_array_equal(bits.numpy(), bits.view(float).numpy().view(np.int32))
     with pytest.raises(TypeError, match="element sizes differ"):
         ours.view(wp.float64)
+
+
+def test_empty_vector_arrays_keep_their_outer_shape_as_warp():
+    for shape in [(0, 4, 3), (0, 3), (3,), (2, 3), (5, 4, 3), (0,)]:
+        data = np.zeros(shape, np.float32)
+        assert wp.array(data, dtype=wp.vec3, device="cpu").shape == warp.array(data, dtype=warp.vec3,
+                                                                              device="cpu").shape

@@ -47,6 +47,8 @@ def lower_call(lw, node: ast.Call):
         return lw.call("construct", args, node, (func,))
     if T.is_struct(func):
         return _struct(lw, func, node)
+    if func is py.type and len(node.args) == 1 and not node.keywords:  # type(x)(0): a value of x's type
+        return lw.value(node.args[0]).type
     if func is py.len:
         return _len(lw, node)
     if func in PY_BUILTINS:

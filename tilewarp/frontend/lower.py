@@ -203,6 +203,8 @@ class Lowerer:
                 return part
         if T.is_array(t) and node.attr == "shape":
             return self.call("shape", [base], node)
+        if T.is_array(t) and node.attr in ("dtype", "ndim"):  # compile-time: arr.dtype(0) constructs
+            return getattr(t, node.attr)
         if T.is_struct(t) and node.attr in t._tw_fields_:
             return self.call("struct_get", [base], node, (node.attr,))
         raise KernelTypeError(f"{T.type_name(t)} value has no attribute '{node.attr}'", self.src.loc(node))

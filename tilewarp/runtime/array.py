@@ -128,10 +128,12 @@ class array:
                                    np.asarray(data, dtype=T.scalar_of(self.dtype)._np_))
         if inner:
             n_inner = int(np.prod(inner))
-            if src.size == 0:
+            if src.ndim > len(inner) and src.shape[src.ndim - len(inner):] == inner:  # (N, 3) -> N vec3, N may be 0
+                outer = src.shape[: src.ndim - len(inner)]
+            elif src.size == 0:
                 outer = (0,)
-            elif src.ndim >= len(inner) and src.shape[src.ndim - len(inner):] == inner:
-                outer = src.shape[: src.ndim - len(inner)] or (1,)
+            elif src.ndim == len(inner) and src.shape == inner:
+                outer = (1,)
             elif src.ndim and src.shape[-1] % n_inner == 0:  # (N, 9) -> N mat33; (N, 3k) -> (N, k) vec3
                 k = src.shape[-1] // n_inner
                 outer = (src.shape[:-1] + ((k,) if k != 1 else ())) or (1,)
