@@ -39,8 +39,10 @@ typedef unsigned long long uint64_t;
 #define TW_CONCAT_(a, b) a##b
 #define TW_CONCAT(a, b) TW_CONCAT_(a, b)
 
-// Kernel entry: BODY(const ARGS&, int64_t task) runs once per task.
+// Kernel entry: BODY(const ARGS&, TW_TASK task) runs once per task (TW_TASK converts to the task's
+// int64_t number; on the CPU it also holds the task's launch coordinates).
 #if TW_IS_CUDA
+#define TW_TASK int64_t
 #define TW_KERNEL_ENTRY(NAME, ARGS, BODY)                                                   \
     extern "C" __global__ void NAME(ARGS args) {                                            \
         for (int64_t task = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;                 \
@@ -49,10 +51,20 @@ typedef unsigned long long uint64_t;
     }
 #else
 // CPU: the thread pool hands each worker a [begin, end) task range.
+// The task carries its launch coordinates (tw::cpu_task): worked out once per row of the innermost
+// launch dimension, then only that coordinate steps, in a plain counted loop the compiler can
+// vectorise.
+#define TW_TASK tw::cpu_task
 #define TW_KERNEL_ENTRY(NAME, ARGS, BODY)                                                   \
     extern "C" TW_EXPORT void NAME(const void* a, int64_t begin, int64_t end) {             \
         const ARGS& args = *static_cast<const ARGS*>(a);                                    \
-        for (int64_t task = begin; task < end; ++task) BODY(args, task);                    \
+        const int last = args.bounds.ndim - 1;                                              \
+        for (int64_t row = begin; row < end;) {                                             \
+            tw::cpu_task task(args.bounds, row);                                            \
+            const int64_t row_end = tw::min_i64(end, row + args.bounds.shape[last] - task.c[last]); \
+            for (; task.linear < row_end; ++task.linear, ++task.c[last]) BODY(args, task); \
+            row = row_end;                                                                  \
+        }                                                                                   \
     }
 #endif
 

@@ -112,7 +112,7 @@ class AdjointPrinter:
     def kernel(self, args_struct: str, body_name: str, param_names) -> list:
         f = self.prep.fn
         self.lines.append(f"// backward of kernel {f.name}")
-        index = "int64_t task" if self.index == "task" else "int64_t block, tw::no_deferred&"
+        index = "TW_TASK task" if self.index == "task" else "int64_t block, tw::no_deferred&"
         self.lines.append(f"TW_FORCEINLINE TW_FUNC void {body_name}(const {args_struct}& args, {index}) {{")
         for text in self.prologue():
             self.line(text)

@@ -159,7 +159,7 @@ class _Printer(LaneGrouping):
             self.line(f"{cpp_type(p.type)} {names.field(name)};")
         self.lines += ["};", ""]
         self.lines.append(f"// kernel {f.name}")
-        index = "int64_t task"
+        index = "TW_TASK task"
         if self.block_shape is not None:
             if self.combined:
                 self.deferred = names.body(f.symbol) + "_deferred"
