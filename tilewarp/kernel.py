@@ -13,7 +13,7 @@ from .emit import names
 from .errors import KernelError, KernelTypeError, LaunchError, TapeError
 from .frontend import Lowerer, get_source
 from .frontend.captures import collect as collect_captures
-from .module_options import backward_setting, check_kernel_options, is_debug
+from .module_options import backward_setting, check_kernel_options, get_module, is_debug
 
 
 def _annotation_type(fn, name, annotation, loc_source):
@@ -140,16 +140,22 @@ _IN_PROGRESS = object()
 class Kernel:
     """A ``@wp.kernel``: lowered at first use, compiled once per device (cached on disk)."""
 
-    def __init__(self, fn=None, enable_backward=None, module=None, key=None, module_options=None, func=None):
+    def __init__(self, fn=None, enable_backward=None, module=None, key=None, module_options=None, func=None,
+                 options=None, code_transformers=None, source=None):
         fn = fn if fn is not None else func  # wp.Kernel(func=f, key=..., module=wp.get_module(...)), as Warp
         if fn is None:
             raise TypeError("wp.Kernel() needs the kernel's Python function (func=...)")
+        if code_transformers or source is not None:
+            raise NotImplementedError("wp.Kernel(): code_transformers= and source= are not supported")
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.key = key or fn.__qualname__
         module = getattr(module, "name", module)  # a Module from wp.get_module
-        self.module = module if isinstance(module, str) else fn.__module__
-        self.options = {"enable_backward": enable_backward}
+        self.module_name = module if isinstance(module, str) else fn.__module__
+        self.module = get_module(self.module_name)  # Warp's kernel.module: a Module with its options
+        self.options = {**(options or {})}  # Warp's per-kernel options (enable_backward, ...)
+        if enable_backward is not None or "enable_backward" not in self.options:
+            self.options["enable_backward"] = enable_backward
         self.module_options = check_kernel_options(fn, module, module_options)  # module="unique" only
         self._ir = None
         self._ir_by_block: dict = {}  # block_dim -> IR, for kernels whose IR depends on it (tiles)
@@ -168,7 +174,7 @@ class Kernel:
 
     @property
     def symbol(self) -> str:
-        return names.function(self.fn.__name__, f"{self.module}.{self.key}{self._signature}")
+        return names.function(self.fn.__name__, f"{self.module_name}.{self.key}{self._signature}")
 
     def source(self):
         if self._source is None:
@@ -276,7 +282,7 @@ class Kernel:
             with self._lock:
                 spec = self._overloads.get(types)
                 if spec is None:
-                    spec = Kernel(self.fn, self.options["enable_backward"], self.module, self.key)
+                    spec = Kernel(self.fn, self.options["enable_backward"], self.module_name, self.key)
                     spec.module_options = self.module_options
                     spec._source, spec._templates, spec._generic = self._source, self._templates, False
                     spec._param_types = dict(zip(self.templates(), types))

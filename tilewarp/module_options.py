@@ -46,7 +46,9 @@ _OPTIONS: dict = {}  # Python module name -> its options dict
 def _module_name(module, depth: int) -> str:
     if module is None:
         return sys._getframe(depth + 1).f_globals.get("__name__", "__main__")
-    return module if isinstance(module, str) else module.__name__
+    if isinstance(module, str):
+        return module
+    return module.name if isinstance(module, Module) else module.__name__  # a wp.get_module() or a Python module
 
 
 def _options_of(name: str) -> dict:
@@ -88,7 +90,7 @@ def is_debug(kernel) -> bool:
     """Whether ``kernel`` compiles in debug mode now: its own options, then its module's, then config."""
     mode = kernel.module_options.get("mode")
     if mode is None:
-        opts = _OPTIONS.get(kernel.module)
+        opts = _OPTIONS.get(kernel.module_name)
         mode = opts.get("mode") if opts else None
     return (mode or config.mode) == "debug"
 
@@ -101,7 +103,7 @@ def backward_setting(kernel):
         return bool(own)
     value = kernel.module_options.get("enable_backward")
     if value is None:
-        opts = _OPTIONS.get(kernel.module)
+        opts = _OPTIONS.get(kernel.module_name)
         value = opts.get("enable_backward") if opts else None
     if value is False or getattr(config, "enable_backward", True) is False:
         return False
@@ -112,7 +114,7 @@ def option(kernel, name: str):
     """Option ``name`` for ``kernel``: its own module options, then its module's, then the default."""
     value = kernel.module_options.get(name)
     if value is None:
-        opts = _OPTIONS.get(kernel.module)
+        opts = _OPTIONS.get(kernel.module_name)
         value = opts.get(name) if opts else None
     return DEFAULTS.get(name) if value is None else value
 

@@ -615,3 +615,13 @@ COMPOSITE_ALIASES = {
     **{f"spatial_matrix{s}": matrix((6, 6), t) for s, t in _FLOAT_SUFFIXES.items()},
 }
 globals().update(COMPOSITE_ALIASES)
+
+
+def type_repr(t) -> str:
+    """Warp's ``wp.types.type_repr``: the name of a kernel type, or of a value's type (arrays with
+    their dtype and ndim)."""
+    if getattr(t, "shape", None) is not None and hasattr(t, "ndim") and hasattr(t, "dtype"):  # an array
+        return f"{type(t).__name__}(ndim={t.ndim}, dtype={type_name(t.dtype)})"
+    if not isinstance(t, type) and not isinstance(t, (ArrayType, TupleType)):
+        t = type(t)
+    return type_name(t)

@@ -482,3 +482,20 @@ def test_cpu_device_identity():
     assert repr(d) == 'Device("cpu")' and d.is_cpu and not d.is_cuda
     with wp.ScopedDevice("cpu") as scoped:
         assert scoped is d and wp.get_device() is d
+
+
+def test_kernel_objects_take_warps_constructor_arguments():
+    """wp.Kernel(func=..., key=..., options={...}) as Warp's test helpers build kernels; kernel.module
+    is a module whose options hold the defaults (enable_backward)."""
+    def double(a: wp.array(dtype=float)):
+        a[wp.tid()] = 2.0 * a[wp.tid()]
+
+    k = wp.Kernel(func=double, key="double_opts", options={"enable_backward": False})
+    assert k.options["enable_backward"] is False and k.module.options["enable_backward"] is True
+    x = np.random.default_rng(3).random(5).astype(np.float32)
+    a = wp.array(x, device="cpu")
+    wp.launch(k, dim=5, inputs=[a], device="cpu")
+    np.testing.assert_allclose(a.numpy(), 2 * x)
+    assert wp.types.type_repr(wp.vec3) == "vec3" and wp.types.type_repr(a) == "array(ndim=1, dtype=float32)"
+    with pytest.raises(NotImplementedError, match="code_transformers"):
+        wp.Kernel(func=double, code_transformers=[object()])
