@@ -61,7 +61,8 @@ _HIDDEN = {"add", "sub", "mul", "matmul", "div", "mod", "floordiv", "neg", "pos"
            "struct_new", "struct_get", "struct_set"}
 globals().update({name: b for name, b in _REGISTRY.items() if name not in _HIDDEN})
 # operators also exist as functions in Warp (wp.add, wp.mul, ...)
-globals().update({name: _REGISTRY[name] for name in ("add", "sub", "mul", "div", "mod", "neg")})
+globals().update({name: _REGISTRY[name] for name in ("add", "sub", "mul", "div", "mod", "neg", "floordiv", "pos",
+                                                      "invert")})
 
 
 def init():

@@ -133,7 +133,10 @@ class Tape:
         """What a backward launch gets for ``value``: its gradient array (None without one), or for
         a struct the adjoint struct holding its array fields' gradients (as Warp's Tape)."""
         if isinstance(value, array):
-            return value.grad if value.requires_grad else None
+            if not value.requires_grad:
+                return None
+            self.gradients[value] = value.grad  # tape.gradients[a] after backward, as Warp's
+            return value.grad
         if T.is_struct(type(value)):
             return value._tw_adjoint()
         return None

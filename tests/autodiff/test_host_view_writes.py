@@ -71,3 +71,13 @@ def test_views_of_the_same_memory_count():
     x[8:].numpy()[2] = 3.0  # a view of x's memory, written through numpy
     with pytest.raises(wp.TapeError, match="through a host view"):
         tape.backward(loss)
+
+
+def test_tape_gradients_map_arrays_to_their_gradients_after_backward():
+    x, loss, x0 = _recorded()
+    tape = wp.Tape()
+    with tape:
+        wp.launch(sum_of_squares, dim=len(x), inputs=[x], outputs=[loss], device="cpu")
+    tape.backward(loss)
+    assert tape.gradients[x] is x.grad  # Warp's tape.gradients, keyed by array
+    np.testing.assert_allclose(tape.gradients[x].numpy(), 2 * x0.astype(np.float64), rtol=1e-6)
