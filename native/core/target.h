@@ -57,12 +57,13 @@ typedef unsigned long long uint64_t;
 #define TW_TASK tw::cpu_task
 #define TW_KERNEL_ENTRY(NAME, ARGS, BODY)                                                   \
     extern "C" TW_EXPORT void NAME(const void* a, int64_t begin, int64_t end) {             \
-        const ARGS& args = *static_cast<const ARGS*>(a);                                    \
+        const ARGS args = *static_cast<const ARGS*>(a); /* a local copy: no store can alias it, \
+            so descriptors stay in registers and null checks are hoisted out of the loop */      \
         const int last = args.bounds.ndim - 1;                                              \
         for (int64_t row = begin; row < end;) {                                             \
             tw::cpu_task task(args.bounds, row);                                            \
-            const int64_t row_end = tw::min_i64(end, row + args.bounds.shape[last] - task.c[last]); \
-            for (; task.linear < row_end; ++task.linear, ++task.c[last]) BODY(args, task); \
+            const int64_t row_end = tw::min_i64(end, row + args.bounds.shape[last] - task.inner); \
+            for (; task.linear < row_end; ++task.linear, ++task.inner) BODY(args, task);    \
             row = row_end;                                                                  \
         }                                                                                   \
     }

@@ -52,20 +52,26 @@ TW_FUNC int32_t tid_linear(int64_t task) { return (int32_t)task; }
 // own task number.
 struct cpu_task {
     int64_t linear;
-    int32_t c[4];
-    cpu_task(const launch_bounds_t& b, int64_t task) : linear(task) {
+    int32_t inner;  // the coordinate along the innermost launch dimension, stepped along a row
+    int32_t last;   // that dimension's number (ndim - 1)
+    int32_t c[4];   // every coordinate where the row starts (only those before `last` are read)
+    cpu_task(const launch_bounds_t& b, int64_t task) : linear(task), last(b.ndim - 1) {
         for (int d = 3; d > 0; --d) {
             const int64_t extent = b.shape[d] > 0 ? b.shape[d] : 1;  // an empty launch runs no task
             c[d] = (int32_t)(task % extent);
             task /= extent;
         }
         c[0] = (int32_t)task;
+        inner = c[last];
     }
     operator int64_t() const { return linear; }
 };
 TW_FUNC int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
-// Launch dimensions beyond N fold away: the first N coordinates are the same either way.
-template <int K, int N> TW_FUNC int32_t tid(const launch_bounds_t&, const cpu_task& t) { return t.c[K]; }
-TW_FUNC int32_t tid_first(const launch_bounds_t&, const cpu_task& t) { return t.c[0]; }
+// Launch dimensions beyond N fold away: the first N coordinates are the same either way. K and
+// `last` are fixed for a launch, so the choice is made once, not per task.
+template <int K, int N> TW_FUNC int32_t tid(const launch_bounds_t&, const cpu_task& t) {
+    return K == t.last ? t.inner : t.c[K];
+}
+TW_FUNC int32_t tid_first(const launch_bounds_t&, const cpu_task& t) { return t.last == 0 ? t.inner : t.c[0]; }
 #endif
 }  // namespace tw
