@@ -11,13 +11,9 @@ import numpy as np
 
 import example_utils
 import tilewarp as wp
+from example_utils import cell_index, first_in_cell
 
 GRAVITY = wp.constant(wp.vec3(0.0, -9.81, 0.0))
-
-
-@wp.func
-def in_grid(c: wp.vec3i, dims: wp.vec3i):
-    return c[0] >= 0 and c[0] < dims[0] and c[1] >= 0 and c[1] < dims[1] and c[2] >= 0 and c[2] < dims[2]
 
 
 @wp.func
@@ -28,19 +24,6 @@ def cell_of(x: wp.vec3, cell_size: float, dims: wp.vec3i):
                  int(wp.floor(x[2] / cell_size)) + dims[2] // 2)
     return wp.vec3i(wp.clamp(c[0], 0, dims[0] - 1), wp.clamp(c[1], 0, dims[1] - 1),
                     wp.clamp(c[2], 0, dims[2] - 1))
-
-
-@wp.func
-def cell_index(c: wp.vec3i, dims: wp.vec3i):
-    return (c[0] * dims[1] + c[1]) * dims[2] + c[2]
-
-
-@wp.func
-def first_in_cell(head: wp.array(dtype=int), c: wp.vec3i, dims: wp.vec3i):
-    """The first particle of cell c's list, or -1 for none (or no such cell)."""
-    if in_grid(c, dims):
-        return head[cell_index(c, dims)]
-    return -1
 
 
 @wp.kernel

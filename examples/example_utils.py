@@ -14,6 +14,27 @@ import tilewarp as wp
 
 OUTPUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "output")
 
+# ---- a uniform grid of per-cell particle lists (head[cell] -> first, next_particle[i] -> next), as the
+# DEM and SPH examples build it each substep
+
+
+@wp.func
+def in_grid(c: wp.vec3i, dims: wp.vec3i):
+    return c[0] >= 0 and c[0] < dims[0] and c[1] >= 0 and c[1] < dims[1] and c[2] >= 0 and c[2] < dims[2]
+
+
+@wp.func
+def cell_index(c: wp.vec3i, dims: wp.vec3i):
+    return (c[0] * dims[1] + c[1]) * dims[2] + c[2]
+
+
+@wp.func
+def first_in_cell(head: wp.array(dtype=int), c: wp.vec3i, dims: wp.vec3i):
+    """The first particle of cell c's list, or -1 for none (or no such cell)."""
+    if in_grid(c, dims):
+        return head[cell_index(c, dims)]
+    return -1
+
 
 def parser(name: str, doc: str, num_frames: int) -> argparse.ArgumentParser:
     """The options every example takes; outputs default to ``examples/output/<name>.usd|.png``."""
