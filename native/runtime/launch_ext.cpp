@@ -52,6 +52,7 @@ struct Launcher {
     PyObject* pending;  // a set the kernel handle goes into (CUDA: names kernels in fault messages), or None
     PyObject* handle;
     PyObject* recs;     // dict: block_dim -> record address
+    PyObject* watched;  // values compiled in that must be unchanged to launch here, or NULL (watched_unchanged)
     long last_block;
     const void* last_rec;
     int tid_arity;
@@ -78,6 +79,7 @@ void launcher_dealloc(PyObject* self) {
     Py_XDECREF(l->pending);
     Py_XDECREF(l->handle);
     Py_XDECREF(l->recs);
+    Py_XDECREF(l->watched);
     PyObject_Free(self);
 }
 
@@ -87,8 +89,57 @@ PyObject* launcher_device(PyObject* self, void*) {
     return d;
 }
 
+PyObject* launcher_get_watched(PyObject* self, void*) {
+    PyObject* w = reinterpret_cast<Launcher*>(self)->watched;
+    w = w ? w : Py_None;
+    Py_INCREF(w);
+    return w;
+}
+
+int launcher_set_watched(PyObject* self, PyObject* value, void*) {
+    if (value && value != Py_None && !(PyTuple_CheckExact(value) && PyTuple_GET_SIZE(value) % 4 == 0)) {
+        PyErr_SetString(PyExc_TypeError, "watched: a tuple of (dict or cell, name or None, object, bytes or None)");
+        return -1;
+    }
+    Launcher* l = reinterpret_cast<Launcher*>(self);
+    PyObject* w = value && value != Py_None ? value : nullptr;
+    Py_XINCREF(w);
+    Py_XSETREF(l->watched, w);
+    return 0;
+}
+
+// The values a kernel compiled in (frontend/captures.py), as (where: a module's globals or a closure
+// cell, name or None for a cell, the object bound then, its bytes then for a vector or matrix, which
+// change in place): all still the same, or this launch goes to the general path, which warns.
+bool watched_unchanged(PyObject* w) {
+    const Py_ssize_t n = PyTuple_GET_SIZE(w);
+    for (Py_ssize_t k = 0; k + 3 < n; k += 4) {
+        PyObject *where = PyTuple_GET_ITEM(w, k), *name = PyTuple_GET_ITEM(w, k + 1);
+        PyObject *then = PyTuple_GET_ITEM(w, k + 2), *bytes = PyTuple_GET_ITEM(w, k + 3);
+        PyObject* now = nullptr;
+        if (name == Py_None && PyCell_Check(where)) now = PyCell_GET(where);
+        else if (PyDict_Check(where)) now = PyDict_GetItemWithError(where, name);  // borrowed
+        if (now != then) {
+            PyErr_Clear();
+            return false;
+        }
+        if (PyBytes_CheckExact(bytes)) {
+            Py_buffer view;
+            if (PyObject_GetBuffer(now, &view, PyBUF_SIMPLE) != 0) {
+                PyErr_Clear();
+                return false;
+            }
+            bool same = view.len == PyBytes_GET_SIZE(bytes) && memcmp(view.buf, PyBytes_AS_STRING(bytes), view.len) == 0;
+            PyBuffer_Release(&view);
+            if (!same) return false;
+        }
+    }
+    return true;
+}
+
 PyGetSetDef launcher_getset[] = {
     {"device", launcher_device, nullptr, "the device this launcher serves", nullptr},
+    {"watched", launcher_get_watched, launcher_set_watched, "values compiled in, checked per launch", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr},
 };
 
@@ -316,6 +367,10 @@ PyObject* launch(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     Py_XINCREF(l);  // another thread may drop it from the list while the GIL is released
     Py_DECREF(fast);
     if (!l) Py_RETURN_FALSE;
+    if (l->watched && !watched_unchanged(l->watched)) {
+        Py_DECREF(l);
+        Py_RETURN_FALSE;
+    }
 
     PyObject* result = Py_False;
     Py_ssize_t n_in = PySequence_Fast_GET_SIZE(inputs), n_out = PySequence_Fast_GET_SIZE(outputs);
@@ -389,7 +444,7 @@ PyObject* make_launcher(PyObject*, PyObject* args) {
     Launcher* l = PyObject_NewVar(Launcher, &LauncherType, n);
     if (!l) return nullptr;
     for (Py_ssize_t k = 0; k < n; ++k) l->params[k].type = nullptr;
-    l->device = l->alias = l->rec_for = l->failed = l->pending = l->handle = l->recs = nullptr;
+    l->device = l->alias = l->rec_for = l->failed = l->pending = l->handle = l->recs = l->watched = nullptr;
     PyObject* self = reinterpret_cast<PyObject*>(l);
     for (Py_ssize_t k = 0; k < n; ++k) {
         Param& p = l->params[k];

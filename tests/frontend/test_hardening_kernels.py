@@ -12,6 +12,7 @@ import pytest
 
 import tilewarp as wp
 from tests.conftest import check_located
+from tilewarp.runtime import native_launch
 
 
 def run_child(tmp_path, body: str) -> subprocess.CompletedProcess:
@@ -174,10 +175,12 @@ def test_a_rebound_global_warns_once_naming_the_value_in_use():
     SCALE = float(np.random.default_rng(4).integers(2, 9))
     first = SCALE
     x = wp.zeros(3, dtype=float, device="cpu")
+    native = native_launch.extension() is not None
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no warning while the value is unchanged
         wp.launch(scaled, dim=3, inputs=[x], device="cpu")
         wp.launch(scaled, dim=3, inputs=[x], device="cpu")
+    assert bool(scaled._tw_fast) == native  # such kernels keep the native launch path
     SCALE = first + 1.0
     with pytest.warns(RuntimeWarning, match=f"SCALE = {first!r}.*now {SCALE!r}.*still uses {first!r}") as w:
         wp.launch(scaled, dim=3, inputs=[x], device="cpu")
@@ -196,7 +199,9 @@ def test_a_closure_vector_changed_in_place_warns():
         x[wp.tid()] = offset
 
     x = wp.zeros(2, dtype=wp.vec3, device="cpu")
+    native_launch.extension()
     wp.launch(shift, dim=2, inputs=[x], device="cpu")
+    wp.launch(shift, dim=2, inputs=[x], device="cpu")  # native from here on, where the extension exists
     offset[1] = 5.0
     with pytest.warns(RuntimeWarning, match="offset"):
         wp.launch(shift, dim=2, inputs=[x], device="cpu")

@@ -2,8 +2,9 @@
 
 They are compiled in as constants when the kernel is first built, as Warp does. Rebinding one
 afterwards does not change the kernel, so instead of a silently stale value the next launch warns
-once per name, saying which value the kernel still uses (``wp.launch`` checks; kernels with
-captured values stay on its Python path, which costs ~1 µs per launch more than the native one).
+once per name, saying which value the kernel still uses: the native launch path compares the
+bindings (``bindings``: an identity test per value, a byte compare for vectors) and hands a launch
+whose values moved to the Python path, which compares the values (``check``) and warns.
 """
 from __future__ import annotations
 
@@ -53,6 +54,23 @@ def collect(kernel_ir) -> tuple:
                 out.append(entry)
         stack.extend(fn.callees)
     return tuple(out)
+
+
+def bindings(kernel) -> tuple | None:
+    """What the native launch path compares before each launch (native/runtime/launch_ext.cpp):
+    per value compiled in, where it is bound, its name, the object bound now and, for vectors and
+    matrices (changed in place), their bytes now; None when the kernel compiled none in."""
+    out = []
+    for fn, name, _ in kernel._tw_captures:
+        code = fn.__code__
+        if name in code.co_freevars and fn.__closure__:
+            where, key = fn.__closure__[code.co_freevars.index(name)], None
+            value = where.cell_contents
+        else:
+            where, key = fn.__globals__, name
+            value = where.get(name, _MISSING)
+        out += [where, key, value, bytes(value) if T.is_composite(type(value)) else None]
+    return tuple(out) or None
 
 
 def check(kernel) -> None:

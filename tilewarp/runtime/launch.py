@@ -319,8 +319,7 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
             submit(args, tasks, threads)
         else:  # a grid not of the launch's size: the submit entry reads the size from the bounds
             device.backend.launch(compiled.handle, args, tasks, threads)
-    if generic is False and compiled.launcher is not False and compiled.block is None and not kernel._tw_captures:
-        # the next launch can go native (not with captured globals: only this path checks them)
+    if generic is False and compiled.launcher is not False and compiled.block is None:  # the next launch can go native
         native_launch.remember(kernel, compiled)
     return None
 

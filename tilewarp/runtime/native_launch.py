@@ -131,7 +131,13 @@ def remember(kernel, compiled) -> None:
         entry = compiled.submit
         launcher = compiled.launcher = (entry.launcher(compiled.packer, compiled.device)
                                         if isinstance(entry, SubmitEntry) else None) or False
-    if launcher is False or launcher in kernel._tw_fast:
+    if launcher is False:
+        return
+    if kernel._tw_captures:  # values compiled in: the extension checks they are still bound, else falls back
+        from ..frontend.captures import bindings
+
+        launcher.watched = bindings(kernel)
+    if launcher in kernel._tw_fast:
         return
     with _lock:
         kernel._tw_fast[:] = [x for x in kernel._tw_fast if x.device is not launcher.device] + [launcher]
