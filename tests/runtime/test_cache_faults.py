@@ -25,7 +25,7 @@ from tilewarp.compile import cache, host
 
 REPO = Path(__file__).resolve().parents[2]
 
-from tests.runtime.test_cache import KERNELS  # noqa: E402 - the same two kernels
+from tests.runtime.test_cache import KERNELS, cache_dir  # noqa: E402,F401 - the same kernels and fixture
 
 MAIN = """\
 import numpy as np
@@ -59,14 +59,6 @@ def stuck(key, *args, **kwargs):
 
 cache.building = stuck
 """
-
-
-@pytest.fixture
-def cache_dir(tmp_path, monkeypatch):
-    d = tmp_path / "kernel-cache"
-    monkeypatch.setenv("TILEWARP_CACHE_DIR", str(d))
-    monkeypatch.setattr(wp.config, "kernel_cache_dir", str(d))
-    return d
 
 
 def write_script(folder: Path, tag: str = "x", body: str = "a[i] * s", prelude: str = "") -> Path:

@@ -186,13 +186,16 @@ def _running(pid: int) -> bool:
     return True
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so readers see the old file, or the new one, never a mix."""
+def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Write ``data`` to ``path`` so readers see the old file, or the new one, never a mix; ``mode``:
+    the file's permissions (mkstemp makes 0600)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = temp_file(path)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -103,18 +103,6 @@ def _flags(include_dirs, defines, opt_level, debug, fast_math, extra_flags) -> l
     return flags + [f"-I{d}" for d in dirs]
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = temp_file(path)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; cache entries are ordinary files
-        os.replace(tmp, path)
-    except BaseException:
-        _unlink(tmp)
-        raise
-
-
 def _unlink(path) -> None:
     try:
         os.unlink(path)
@@ -244,7 +232,7 @@ def compile_shared(source: str, out_path, *, include_dirs=(), defines=None, opt_
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     cpp = out.with_suffix(".cpp")
-    _write_atomic(cpp, source.encode())
+    atomic_write(cpp, source.encode(), mode=0o644)  # an ordinary file beside the library
     cxx = compiler()
     flags = _flags(include_dirs, defines, opt_level, debug, fast_math, extra_flags)
     folder = precompiled_header(pch_dir, flags, cxx) if pch_dir is not None else None
