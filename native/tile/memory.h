@@ -23,6 +23,9 @@ template <typename S, int P> TW_FUNC int owned_coord(int k, int r, int e) {
     return (first + r * (P / st)) % ex;
 }
 
+// the array dimension that tile dimension k of shape S covers
+template <typename S, int D> TW_FUNC constexpr int d_of(int k) { return k + (D - S::ndim); }
+
 // Where element e (the thread's r-th of P) of a tile of shape S lands in array `a` (its address),
 // or nullptr outside the array.
 template <typename S, int P, typename T, int D>
@@ -38,6 +41,30 @@ TW_FUNC T* tile_address(const array_t<T, D>& a, T* base, const int64_t (&offset)
     }
     return (T*)(byte_ptr(base) + byte);
 }
+#if !TW_IS_CUDA
+// The CPU's one thread moves a whole tile. When the tile's box lies inside the array and its rows
+// are contiguous there, it goes row by row with plain pointer loops (which vectorise) instead of an
+// address and a bounds test per element. f(p, e0, n) handles the n elements from tile element e0,
+// stored from p. (On the GPU both paths in one kernel cost more registers than the checks save.)
+template <typename S, typename T, int D, typename F>
+bool for_contiguous_rows(const array_t<T, D>& a, const int64_t (&offset)[D], const F& f) {
+    constexpr int inner = S::extent(S::ndim - 1);
+    if (a.strides[D - 1] != (int64_t)sizeof(T) || a.data == nullptr) return false;
+    int64_t byte = 0;
+    for (int d = 0; d < D; ++d) {
+        const int k = d - (D - S::ndim);
+        const int64_t ext = k >= 0 ? S::extent(k) : 1;
+        if (offset[d] < 0 || offset[d] + ext > a.shape[d]) return false;
+        byte += offset[d] * a.strides[d];
+    }
+    for (int e0 = 0; e0 < S::size; e0 += inner) {
+        int64_t row = byte;
+        for (int k = 0; k + 1 < S::ndim; ++k) row += ((e0 / S::stride(k)) % S::extent(k)) * a.strides[d_of<S, D>(k)];
+        f((T*)(byte_ptr(a.data) + row), e0, inner);
+    }
+    return true;
+}
+#endif
 template <int D, typename... I> TW_FUNC void offsets(int64_t (&o)[D], I... i) {
     static_assert(sizeof...(I) == D, "one offset per array dimension");
     const int64_t v[D] = {(int64_t)i...};
@@ -50,6 +77,12 @@ template <typename X, typename T, int D, typename... I>
 TW_FUNC void tile_load(X& out, const array_t<T, D>& a, I... i) {
     int64_t o[D];
     detail::offsets(o, i...);
+#if !TW_IS_CUDA
+    if (detail::for_contiguous_rows<typename X::shape>(a, o, [&](const T* p, int e0, int n) {
+            for (int c = 0; c < n; ++c) out.at(e0 + c, e0 + c) = p[c];
+        }))
+        return;
+#endif
     tile_fill_with(out, [&](int r, int e) {
         const T* p = detail::tile_address<typename X::shape, X::threads>(a, a.data, o, r, e);
         return p ? *p : T();
@@ -62,6 +95,12 @@ TW_FUNC void tile_store(const array_t<T, D>& a, const X& t, I... i) {
     detail::offsets(o, i...);
     if (X::shared) block_sync();  // other lanes may have written the tile just before (a register
                                   // tile's elements are its threads' own)
+#if !TW_IS_CUDA
+    if (detail::for_contiguous_rows<typename X::shape>(a, o, [&](T* p, int e0, int n) {
+            for (int c = 0; c < n; ++c) p[c] = t.at(e0 + c, e0 + c);
+        }))
+        return;
+#endif
     TW_FOR_OWNED(X::size, X::threads, r, e) {
         T* p = detail::tile_address<typename X::shape, X::threads>(a, a.data, o, r, e);
         if (p) *p = t.at(r, e);
