@@ -118,10 +118,38 @@ TW_FUNC T* grad_address(src_loc loc, const array_t<T, D>& a, I... i) {
 template <typename T, int D, typename... I> TW_FUNC T* grad_address(const array_t<T, D>& a, I... i) {
     return grad_address(src_loc{-1, -1}, a, i...);
 }
-template <typename A, typename... I> TW_FUNC typename A::value_type load(src_loc loc, const A& a, I... i) {
-    const typename A::value_type* p = address(loc, a, i...);
-    return p ? *p : typename A::value_type();
+namespace detail {
+// Zero bytes a load reads instead of a null address. Choosing the address (a select) rather than
+// branching around the load keeps loads unconditional: the compiler still issues a thread's loads
+// together and merges repeated loads of one element (a[i] * a[i]), which a branch per load stopped
+// on CUDA (the tile sum of squares read every element twice: 0.051 -> 0.074 ms on an H100).
+constexpr int zero_bytes = 256;
+#if TW_IS_CUDA
+__device__ __align__(16) const unsigned char zeros[zero_bytes] = {};
+#else
+alignas(16) static const unsigned char zeros[zero_bytes] = {};
+#endif
+// *p, or a zero T where p is null
+template <typename T> TW_FUNC T read_if(bool ok, const T* p) {
+    if (sizeof(T) <= zero_bytes && alignof(T) <= 16) return *(ok ? p : (const T*)zeros);
+    return ok ? *p : T();
 }
+template <typename T> TW_FUNC T read_or_zero(const T* p) { return read_if(p != nullptr, p); }
+}  // namespace detail
+template <typename A, typename... I> TW_FUNC typename A::value_type load(src_loc loc, const A& a, I... i) {
+    return detail::read_or_zero<typename A::value_type>(address(loc, a, i...));
+}
+#if !defined(TW_DEBUG)
+// A plain array in a release build: the address is pure arithmetic (computed even for a null
+// array, then not used), so two reads of one element are one expression the compiler merges, and
+// no branch separates a thread's loads (the address() path above branched on null arrays).
+template <typename T, int D, typename... I> TW_FUNC T load(src_loc loc, const array_t<T, D>& a, I... i) {
+    static_assert(sizeof...(I) == D, "index count must match the array's ndim");
+    int64_t idx[D] = {(int64_t)i...};
+    detail::wrap(a.shape, idx, loc);
+    return detail::read_if(a.data != nullptr, (const T*)detail::offset(a.data, a, idx));
+}
+#endif
 template <typename A, typename... I> TW_FUNC typename A::value_type load(const A& a, I... i) {
     return load(src_loc{-1, -1}, a, i...);
 }

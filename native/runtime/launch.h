@@ -39,8 +39,11 @@ TW_FUNC int32_t tid(const launch_bounds_t& b, int64_t task) {
 // A lone wp.tid(): the first coordinate of however many dimensions the launch has (as in Warp).
 TW_FUNC int32_t tid_first(const launch_bounds_t& b, int64_t task) {
     if (b.ndim == 1) return (int32_t)task;
-    if (b.size <= 0x7fffffff) return (int32_t)((uint32_t)task / (uint32_t)(b.size / b.shape[0]));
-    return (int32_t)(task / (b.size / b.shape[0]));
+    // the trailing extents' product (the shape is padded with 1s), multiplied rather than divided
+    // out of the size: a 64-bit division per block was most of a short tile block's instructions
+    if (b.size <= 0x7fffffff)
+        return (int32_t)((uint32_t)task / ((uint32_t)b.shape[1] * (uint32_t)b.shape[2] * (uint32_t)b.shape[3]));
+    return (int32_t)(task / ((int64_t)b.shape[1] * b.shape[2] * b.shape[3]));
 }
 TW_FUNC int32_t tid_linear(int64_t task) { return (int32_t)task; }
 

@@ -1,0 +1,116 @@
+"""The examples gallery timed under tilewarp and under warp-lang: the same scripts, one import changed.
+
+    python -m benchmarks.examples [--device cuda:0] [--modules tilewarp,warp] [--frames 20] [--only a,b]
+
+Each library runs in its own process on a copy of ``examples/`` whose ``import tilewarp as wp``
+names that library. Per example: the first frame (kernel builds included: a fresh kernel cache per
+process for tilewarp, Warp's own cache as it is) and the median time of a frame after it, with the
+device synchronised around each frame. Prints one table with the ratio warp / tilewarp.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+NAMES = ["wave_2d", "stable_fluids", "cloth_sphere", "dem_particles", "sph_fluid", "diff_ball", "tile_nbody",
+         "tile_mlp"]
+
+
+def _copy_examples(module: str, into: Path) -> None:
+    for src in EXAMPLES.glob("*.py"):
+        text = src.read_text()
+        (into / src.name).write_text(re.sub(r"^import tilewarp as wp$", f"import {module} as wp", text, flags=re.M))
+
+
+def _child(names: list[str], device: str, frames: int) -> None:
+    """Runs in the copied folder: times each example, prints one JSON line per example."""
+    import importlib
+
+    import numpy as np  # noqa: F401  (the examples' own dependency, imported before timing)
+
+    sys.path.insert(0, os.getcwd())
+    for name in names:
+        try:
+            mod = importlib.import_module(name)
+            wp = mod.wp
+            t0 = time.perf_counter()
+            ex = mod.Example(device=device)
+            ex.step()
+            wp.synchronize_device(device)
+            first = time.perf_counter() - t0
+            times = []
+            for _ in range(frames):
+                t0 = time.perf_counter()
+                ex.step()
+                wp.synchronize_device(device)
+                times.append(time.perf_counter() - t0)
+            print(json.dumps({"name": name, "first_s": first, "frame_ms": statistics.median(times) * 1e3}), flush=True)
+        except Exception as e:  # one example failing must not hide the others' numbers
+            print(json.dumps({"name": name, "error": f"{type(e).__name__}: {str(e)[:200]}"}), flush=True)
+
+
+def run_module(module: str, names, device: str, frames: int, timeout: float) -> dict:
+    with tempfile.TemporaryDirectory() as d:
+        _copy_examples(module, Path(d))
+        env = dict(os.environ)
+        if module == "tilewarp":
+            env["TILEWARP_CACHE_DIR"] = os.path.join(d, "cache")  # cold builds, as a first run
+        repo = str(Path(__file__).resolve().parents[1])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, env.get("PYTHONPATH", "")) if p)
+        code = ("import sys; from benchmarks.examples import _child; "
+                f"_child({list(names)!r}, {device!r}, {frames})")
+        try:
+            out = subprocess.run([sys.executable, "-c", code], cwd=d, env=env, capture_output=True, text=True,
+                                 timeout=timeout)
+        except subprocess.TimeoutExpired as e:
+            out = e
+        rows = {}
+        for line in (out.stdout or "").splitlines() if isinstance(out.stdout, str) else []:
+            if line.startswith("{"):
+                r = json.loads(line)
+                rows[r["name"]] = r
+        if not rows:
+            tail = (out.stderr or "")[-800:] if isinstance(out.stderr, str) else ""
+            print(f"{module}: no results\n{tail}", file=sys.stderr)
+        return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="cuda:0")
+    ap.add_argument("--modules", default="tilewarp,warp")
+    ap.add_argument("--frames", type=int, default=20)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--timeout", type=float, default=400)
+    a = ap.parse_args(argv)
+    names = [n for n in NAMES if not a.only or n in a.only.split(",")]
+    results = {m: run_module(m, names, a.device, a.frames, a.timeout) for m in a.modules.split(",")}
+    mods = list(results)
+    head = f"{'example':16s}" + "".join(f" {m + ' frame ms':>20s} {m + ' first s':>16s}" for m in mods)
+    print(head + ("   ratio" if len(mods) == 2 else ""))
+    for n in names:
+        line = f"{n:16s}"
+        ms = []
+        for m in mods:
+            r = results[m].get(n, {})
+            if "frame_ms" in r:
+                line += f" {r['frame_ms']:20.3f} {r['first_s']:16.2f}"
+                ms.append(r["frame_ms"])
+            else:
+                line += f" {r.get('error', 'no result')[:37]:>37s}"
+        if len(ms) == 2:
+            line += f"   {ms[1] / ms[0]:.2f}x"
+        print(line)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Everything this project measures on a GPU machine, by steps (benchmarks/RESULTS.md records the runs).
+#   bash benchmarks/gpu_run.sh STEP...      e.g.  bash benchmarks/gpu_run.sh stash probe install suite examples
+# Carried, ignored folders: .whl_inst (setuptools wheel, zstd + its libraries, Warp's tests as
+# warptests.tgz, a copy of ../shared/warp_suite), .whl1 / .whl2 (the two halves of warp-lang's `warp/`
+# package, zstd -19, without warp-clang.so, tests and examples: `stash` keeps the first half in ~ for
+# a `warp` step in the next call, which must follow while the machine is still warm).
+# Steps:
+#   stash     keep .whl1 in ~/stash
+#   probe     hand-written CUDA variants of the tile benchmarks, tilewarp's variants, Nsight Compute
+#   tprobe    only tilewarp's variants (tile_probe.py --quick) and their SASS
+#   tiles     tests/tiles on cuda:0
+#   install   build the wheel, install it (non-editable) into an empty folder, then, in the first
+#             processes after that: import time, cold compile + first launch, launch overhead
+#   suite     the whole test suite with cuda:0 as the device (one pytest per file, 12 at a time)
+#   examples  the examples gallery on cuda:0 (tilewarp; with warp-lang too after a `warp` step)
+#   warp      join warp-lang (needs .whl2 and a stashed first half), then every benchmark side by side
+#   warpsuite Warp's own core and tile tests against tilewarp (cpu + cuda:0)
+set -uo pipefail
+REPO="$PWD"
+export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 TILEWARP_CACHE_DIR=/tmp/tw-cache
+OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+python build_lib.py 2>&1 | tail -1
+WITH_WARP=""
+[ -d /tmp/warp-site/warp ] && WITH_WARP=1
+for STEP in "$@"; do
+  echo "== $STEP ($(date +%T))"
+  case "$STEP" in
+  stash)
+    mkdir -p ~/stash && cp .whl1/* .whl_inst/zstd .whl_inst/*.so.* ~/stash/ && ls ~/stash ;;
+  probe)
+    timeout 120 python benchmarks/raw_tile_probe.py 2>&1 | tee "$OUT/raw_probe.txt"
+    timeout 150 python benchmarks/tile_probe.py 2>&1 | tee "$OUT/tile_probe.txt" | grep -v "row sums True, copy True"
+    timeout 150 ncu --clock-control none -k regex:"sum_squares|row_sum|tile_copy" --launch-skip 3 --launch-count 3 \
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+      --section MemoryWorkloadAnalysis python -m benchmarks --device cuda:0 --modules tilewarp --only tiles \
+      > "$OUT/ncu_tiles.txt" 2>&1
+    grep -E "^  [a-z_]+.*\(|Duration|DRAM Throughput|Memory Throughput|Achieved Occupancy|Theoretical Occupancy|Block Limit|Registers Per|Stall|Warp Cycles Per Issued|Waves Per SM|Grid Size|Block Size" \
+      "$OUT/ncu_tiles.txt" | head -80
+    for f in $(find "$TILEWARP_CACHE_DIR" -name "*.cubin"); do  # SASS of the benchmark kernels
+      cuobjdump --dump-sass "$f" > /tmp/sass.txt 2>&1
+      grep -q "Function : \(sum_squares\|row_sum\|tile_copy\)" /tmp/sass.txt && cat /tmp/sass.txt >> "$OUT/sass_tiles.txt"
+    done; wc -l "$OUT/sass_tiles.txt" ;;
+  tprobe)  # tilewarp's variants of the tile benchmarks only, and their SASS
+    timeout 150 python benchmarks/tile_probe.py --quick 2>&1 | tee "$OUT/tile_probe.txt"
+    for f in $(find "$TILEWARP_CACHE_DIR" -name "*.cubin"); do
+      cuobjdump --dump-sass "$f" > /tmp/sass.txt 2>&1
+      grep -q "Function : \(sum_squares\|row_sum\)" /tmp/sass.txt && cat /tmp/sass.txt >> "$OUT/sass_tiles.txt"
+    done ;;
+  tiles)
+    TILEWARP_TEST_DEVICES=cuda:0 timeout 300 python -m pytest -q -p no:cacheprovider --tb=short tests/tiles \
+      > "$OUT/tiles_tests.txt" 2>&1
+    grep -E "^(FAILED|ERROR)|passed|failed|^E  " "$OUT/tiles_tests.txt" | head -30 ;;
+  install)
+    python3 -m pip install -q --no-index --no-deps --target /tmp/buildsite .whl_inst/setuptools-*.whl
+    rm -rf /tmp/wheel /tmp/twsite && t0=$(date +%s)
+    PYTHONPATH=/tmp/buildsite python -m pip wheel -q --no-deps --no-build-isolation -w /tmp/wheel . 2>&1 | tail -3
+    python -m pip install -q --no-index --no-deps --target /tmp/twsite /tmp/wheel/tilewarp-*.whl 2>&1 | tail -3
+    echo "wheel build + install: $(( $(date +%s) - t0 )) s"; ls /tmp/twsite/tilewarp/*.so
+    mkdir -p /tmp/fresh && cd /tmp/fresh && cat > first.py <<'PYEOF'
+import sys, time
+t0 = time.perf_counter()
+import tilewarp as wp
+t1 = time.perf_counter()
+@wp.kernel
+def axpy(x: wp.array(dtype=float), y: wp.array(dtype=float), a: float):
+    i = wp.tid()
+    y[i] = a * x[i] + y[i]
+x = wp.ones(1000, dtype=float, device="cuda:0")
+y = wp.zeros(1000, dtype=float, device="cuda:0")
+t2 = time.perf_counter()
+wp.launch(axpy, dim=1000, inputs=[x, y, 2.0])
+wp.synchronize()
+t3 = time.perf_counter()
+assert float(y.numpy().sum()) == 2000.0
+n = 20000
+t4 = time.perf_counter()
+for _ in range(n):
+    wp.launch(axpy, dim=1000, inputs=[x, y, 2.0])
+wp.synchronize()
+t5 = time.perf_counter()
+print(f"process {sys.argv[1]}: import {t1 - t0:.3f} s, compile + first launch {t3 - t2:.3f} s, "
+      f"then {(t5 - t4) / n * 1e6:.2f} us per launch; from {wp.__file__}")
+PYEOF
+    for i in 1 2 3; do PYTHONPATH=/tmp/twsite TILEWARP_CACHE_DIR=/tmp/fresh/cache python first.py $i; done
+    PYTHONPATH=/tmp/twsite:$REPO timeout 200 python -m benchmarks --device cuda:0 --modules tilewarp \
+      --only compile,launch 2>&1 | tee "$OUT/install_bench.txt" | grep -v "^   "
+    cd "$REPO" ;;
+  suite)
+    ls tests/test_*.py tests/*/test_*.py | xargs -P 12 -I{} sh -c 'f={}; TILEWARP_TEST_DEVICES=cuda:0 \
+      timeout 250 python -m pytest -q -p no:cacheprovider --tb=line "$f" > "/tmp/pt_$(echo $f | tr / _).txt" 2>&1; \
+      echo "$f: $(tail -1 "/tmp/pt_$(echo $f | tr / _).txt")"' > "$OUT/suite_cuda.txt"
+    grep -v " passed in \| passed, " "$OUT/suite_cuda.txt"
+    python - "$OUT/suite_cuda.txt" <<'EOF'
+import re, sys
+tot = {}
+for line in open(sys.argv[1]):
+    for n, k in re.findall(r"(\d+) (passed|failed|skipped|error)", line):
+        tot[k] = tot.get(k, 0) + int(n)
+print("suite on cuda:0:", tot)
+EOF
+    grep -h "^FAILED\|^ERROR" /tmp/pt_*.txt | head -20
+    for f in $(grep -l "failed\|error" /tmp/pt_*.txt); do cp "$f" "$OUT/"; done ;;
+  examples)
+    MODS=tilewarp; [ -n "$WITH_WARP" ] && MODS=tilewarp,warp
+    timeout 400 python -m benchmarks.examples --device cuda:0 --modules $MODS --frames 20 2>&1 | tee "$OUT/examples_$MODS.txt" ;;
+  warp)
+    [ -f ~/stash/warp.partaa ] || { echo "no stashed first half (machine not warm): stash again"; continue; }
+    cat ~/stash/warp.partaa .whl2/warp.partab > /tmp/warp.tar.zst
+    mkdir -p /tmp/warp-site && LD_LIBRARY_PATH=~/stash ~/stash/zstd -dc /tmp/warp.tar.zst | tar xf - -C /tmp/warp-site
+    export PYTHONPATH="$PYTHONPATH:/tmp/warp-site"; WITH_WARP=1
+    timeout 300 python -m benchmarks --device cuda:0 --modules tilewarp,warp 2>&1 | tee "$OUT/bench_warp.txt" \
+      | grep -v "^Module\|^Warp\|^   " ;;
+  warpsuite)
+    mkdir -p /tmp/wd && tar xzf .whl_inst/warptests.tgz -C /tmp/wd
+    for s in core tile; do
+      timeout 280 python .whl_inst/warp_suite/warp_suite.py --warp-dir /tmp/wd/warp --module tilewarp --tests $s -j 16 \
+        --timeout 260 --out "$OUT/warpsuite_$s.json" > "$OUT/warpsuite_$s.txt" 2>&1
+      tail -4 "$OUT/warpsuite_$s.txt"
+    done ;;
+  *) echo "unknown step $STEP" ;;
+  esac
+done
+echo "== done ($(date +%T))"
