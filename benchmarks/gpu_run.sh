@@ -9,6 +9,7 @@
 #   stash     keep .whl1 in ~/stash
 #   probe     hand-written CUDA variants of the tile benchmarks, tilewarp's variants, Nsight Compute
 #   tprobe    only tilewarp's variants (tile_probe.py --quick) and their SASS
+#   ncu       Nsight Compute of the hand-written and tilewarp's sum of squares and row sum
 #   tiles     tests/tiles on cuda:0
 #   install   build the wheel, install it (non-editable) into an empty folder, then, in the first
 #             processes after that: import time, cold compile + first launch, launch overhead
@@ -48,6 +49,13 @@ for STEP in "$@"; do
       cuobjdump --dump-sass "$f" > /tmp/sass.txt 2>&1
       grep -q "Function : \(sum_squares\|row_sum\)" /tmp/sass.txt && cat /tmp/sass.txt >> "$OUT/sass_tiles.txt"
     done ;;
+  ncu)  # Nsight Compute: the hand-written reference kernels, then tilewarp's (one launch each)
+    M="--section SpeedOfLight --section Occupancy --section WarpStateStats --section SchedulerStats --section InstructionStats"
+    timeout 120 ncu --clock-control none -k regex:"^(sum_squares|row_sum)$" --launch-skip 2 --launch-count 2 $M \
+      python benchmarks/raw_tile_probe.py --once > "$OUT/ncu_raw.txt" 2>&1
+    timeout 150 ncu --clock-control none -k regex:"^(sum_squares|row_sum)_" --launch-skip 4 --launch-count 2 $M \
+      python benchmarks/tile_probe.py --quick > "$OUT/ncu_tw.txt" 2>&1
+    for f in ncu_raw ncu_tw; do echo "-- $f"; grep -E "^  [a-z_0-9]+ \(|Duration|DRAM Throughput|Achieved Occupancy|Executed Instructions  |Issue Slots Busy|Warp Cycles Per Issued|No Eligible|Registers Per" "$OUT/$f.txt"; done ;;
   tiles)
     TILEWARP_TEST_DEVICES=cuda:0 timeout 300 python -m pytest -q -p no:cacheprovider --tb=short tests/tiles \
       > "$OUT/tiles_tests.txt" 2>&1

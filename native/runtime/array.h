@@ -143,11 +143,23 @@ template <typename A, typename... I> TW_FUNC typename A::value_type load(src_loc
 // A plain array in a release build: the address is pure arithmetic (computed even for a null
 // array, then not used), so two reads of one element are one expression the compiler merges, and
 // no branch separates a thread's loads (the address() path above branched on null arrays).
-template <typename T, int D, typename... I> TW_FUNC T load(src_loc loc, const array_t<T, D>& a, I... i) {
+// Each index is wrapped in its own type (32-bit arithmetic for the usual int32 index) before it
+// is widened for the byte offset.
+namespace detail {
+template <typename I> TW_FUNC int64_t wrapped(I i, int32_t extent) {
+    typedef decltype(i + 0) W;  // int for narrow types, so the extent is not truncated
+    return (int64_t)((W)i < 0 ? (W)i + (W)extent : (W)i);
+}
+template <typename T, int D, typename... I> TW_FUNC T* release_address(const array_t<T, D>& a, I... i) {
     static_assert(sizeof...(I) == D, "index count must match the array's ndim");
-    int64_t idx[D] = {(int64_t)i...};
-    detail::wrap(a.shape, idx, loc);
-    return detail::read_if(a.data != nullptr, (const T*)detail::offset(a.data, a, idx));
+    int64_t byte = 0;
+    int d = 0;
+    ((byte += wrapped(i, a.shape[d]) * a.strides[d], ++d), ...);
+    return (T*)(byte_ptr(a.data) + byte);
+}
+}  // namespace detail
+template <typename T, int D, typename... I> TW_FUNC T load(src_loc, const array_t<T, D>& a, I... i) {
+    return detail::read_if(a.data != nullptr, (const T*)detail::release_address(a, i...));
 }
 #endif
 template <typename A, typename... I> TW_FUNC typename A::value_type load(const A& a, I... i) {
