@@ -10,6 +10,7 @@
 #   probe     hand-written CUDA variants of the tile benchmarks, tilewarp's variants, Nsight Compute
 #   tprobe    only tilewarp's variants (tile_probe.py --quick) and their SASS
 #   ncu       Nsight Compute of the hand-written and tilewarp's sum of squares and row sum
+#   matmul    tile GEMM at 4096^3 against torch (and warp-lang after `warp`)
 #   tiles     tests/tiles on cuda:0
 #   install   build the wheel, install it (non-editable) into an empty folder, then, in the first
 #             processes after that: import time, cold compile + first launch, launch overhead
@@ -56,6 +57,11 @@ for STEP in "$@"; do
     timeout 150 ncu --clock-control none -k regex:"^(sum_squares|row_sum)_" --launch-skip 4 --launch-count 2 $M \
       python benchmarks/tile_probe.py --quick > "$OUT/ncu_tw.txt" 2>&1
     for f in ncu_raw ncu_tw; do echo "-- $f"; grep -E "^  [a-z_0-9]+ \(|Duration|DRAM Throughput|Achieved Occupancy|Executed Instructions  |Issue Slots Busy|Warp Cycles Per Issued|No Eligible|Registers Per" "$OUT/$f.txt"; done ;;
+  matmul)  # tile GEMM 4096^3 (tilewarp, torch; warp-lang too after a `warp` step), two tile shapes
+    MODS=tilewarp,torch; [ -n "$WITH_WARP" ] && MODS=tilewarp,warp,torch
+    timeout 250 python -m benchmarks.matmul --device cuda:0 --modules $MODS 2>&1 | tee "$OUT/matmul_64.txt"
+    timeout 200 python -m benchmarks.matmul --device cuda:0 --modules tilewarp --tile 128,128,32 --block_dim 256 \
+      --dtypes float16,float64 2>&1 | tee "$OUT/matmul_128.txt" ;;
   tiles)
     TILEWARP_TEST_DEVICES=cuda:0 timeout 300 python -m pytest -q -p no:cacheprovider --tb=short tests/tiles \
       > "$OUT/tiles_tests.txt" 2>&1

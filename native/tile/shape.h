@@ -4,6 +4,7 @@
 // a shared tile (tilewarp/block/storage.py makes it one); on the CPU every tile is whole.
 #pragma once
 #include "tile.h"
+#include "mma.h"
 #include "../runtime/atomic.h"
 #include "../runtime/array_adjoint.h"
 
@@ -73,40 +74,52 @@ template <typename X, typename D> TW_FUNC void adj_tile_broadcast(X& adj_t, cons
     });
 }
 
-// ---- matmul: out = alpha * a @ b + beta * c (the portable path; tensor cores come later) -------
+// ---- matmul: out = alpha * a @ b + beta * c -------------------------------------------------------
+// Tensor cores where mma.h's paths apply (CUDA), else a portable loop. Float16 operands are
+// multiplied and summed in float32 (as tensor cores do), whatever the output type.
+namespace detail {
+template <typename X, typename Y> struct matmul_acc { typedef Y type; };
+template <typename Y> struct matmul_acc<half, Y> { typedef float type; };
+}  // namespace detail
 template <typename D, typename A, typename B, typename C, typename S>
 TW_FUNC void tile_matmul(D& out, const A& a, const B& b, const C& c, S alpha, S beta) {
-    constexpr int M = A::shape::extent(0), K = A::shape::extent(1), N = B::shape::extent(1);
+    if (detail::tile_matmul_mma(out, a, b, c, alpha, beta)) return;
+    constexpr int K = A::shape::extent(1), N = B::shape::extent(1);
     typedef typename D::value_type T;
+    typedef typename detail::matmul_acc<typename A::value_type, T>::type Acc;
     block_sync();
     tile_fill_with(out, [&](int r, int e) {
         const int i = e / N, j = e % N;
-        T acc = T();
-        for (int k = 0; k < K; ++k) acc = add(acc, mul(a.at(i * K + k, i * K + k), b.at(k * N + j, k * N + j)));
-        const T v = mul(cast<T>(alpha), acc);
-        return beta == S(0) ? v : add(v, mul(cast<T>(beta), c.at(r, e)));
+        Acc acc = Acc();
+        for (int k = 0; k < K; ++k)
+            acc = add(acc, mul(cast<Acc>(a.at(i * K + k, i * K + k)), cast<Acc>(b.at(k * N + j, k * N + j))));
+        const Acc v = mul(cast<Acc>(alpha), acc);
+        return cast<T>(beta == S(0) ? v : add(v, mul(cast<Acc>(beta), cast<Acc>(c.at(r, e)))));
     });
-    (void)M;
 }
 template <typename A, typename B, typename C, typename D, typename S>
 TW_FUNC void adj_tile_matmul(const A& a, const B& b, A& adj_a, B& adj_b, C& adj_c, S alpha, S beta, const D& adj_out) {
     constexpr int M = A::shape::extent(0), K = A::shape::extent(1), N = B::shape::extent(1);
-    typedef typename D::value_type T;
+    typedef typename A::value_type TA;
+    typedef typename C::value_type TC;
+    typedef typename detail::matmul_acc<TA, typename D::value_type>::type Acc;
     block_sync();
     TW_FOR_OWNED(M * K, A::threads, r, e) {  // adj_a += alpha * adj_out @ b^T
         const int i = e / K, k = e % K;
-        T acc = T();
-        for (int j = 0; j < N; ++j) acc = add(acc, mul(adj_out.at(i * N + j, i * N + j), b.at(k * N + j, k * N + j)));
-        adj_a.at(r, e) = add(adj_a.at(r, e), mul(cast<T>(alpha), acc));
+        Acc acc = Acc();
+        for (int j = 0; j < N; ++j)
+            acc = add(acc, mul(cast<Acc>(adj_out.at(i * N + j, i * N + j)), cast<Acc>(b.at(k * N + j, k * N + j))));
+        adj_a.at(r, e) = cast<TA>(add(cast<Acc>(adj_a.at(r, e)), mul(cast<Acc>(alpha), acc)));
     }
     TW_FOR_OWNED(K * N, B::threads, r, e) {  // adj_b += alpha * a^T @ adj_out
         const int k = e / N, j = e % N;
-        T acc = T();
-        for (int i = 0; i < M; ++i) acc = add(acc, mul(a.at(i * K + k, i * K + k), adj_out.at(i * N + j, i * N + j)));
-        adj_b.at(r, e) = add(adj_b.at(r, e), mul(cast<T>(alpha), acc));
+        Acc acc = Acc();
+        for (int i = 0; i < M; ++i)
+            acc = add(acc, mul(cast<Acc>(a.at(i * K + k, i * K + k)), cast<Acc>(adj_out.at(i * N + j, i * N + j))));
+        adj_b.at(r, e) = cast<TA>(add(cast<Acc>(adj_b.at(r, e)), mul(cast<Acc>(alpha), acc)));
     }
     if (beta != S(0))
-        TW_FOR_OWNED(M * N, C::threads, r, e) adj_c.at(r, e) = add(adj_c.at(r, e), mul(cast<T>(beta), adj_out.at(r, e)));
+        TW_FOR_OWNED(M * N, C::threads, r, e) adj_c.at(r, e) = add(adj_c.at(r, e), mul(cast<TC>(beta), adj_out.at(r, e)));
     block_sync();
 }
 }  // namespace tw

@@ -258,7 +258,7 @@ def test_pinned_and_cross_device_copies():
 @needs_cuda
 def test_out_of_memory_names_the_size():
     with pytest.raises(wp.CudaError, match=r"out of memory allocating 281474976710656 bytes"):
-        wp.empty(1 << 48, dtype=wp.uint8, device="cuda:0")
+        wp.empty((1 << 24, 1 << 24), dtype=wp.uint8, device="cuda:0")  # each extent below 2**31
 
 
 @pytest.mark.cuda

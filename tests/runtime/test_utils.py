@@ -231,7 +231,7 @@ def test_array_scan(device, ref, rng, n, dtype):
         src = _pair(wp, data, dtype, device)
         out = wp.zeros(n, dtype=src.dtype, device=device)
         wp.utils.array_scan(src, out, inclusive)
-        theirs = ref.zeros(n, dtype=getattr(ref, dtype))
+        theirs = ref.zeros(n, dtype=getattr(ref, dtype), device="cpu")
         ref.utils.array_scan(_pair(ref, data, dtype), theirs, inclusive)
         if dtype.startswith("int"):
             np.testing.assert_array_equal(out.numpy(), theirs.numpy())
@@ -245,7 +245,7 @@ def test_array_scan_layouts(device, ref, rng, dtype, inner):
     """Vectors (component-wise), 2-d arrays (row-major order), in place, strided 1-d views."""
     data = rng.integers(-50, 50, (2100, *inner))
     for inclusive in (True, False):
-        theirs = ref.zeros(data.shape[:1] if dtype != "int32" else data.shape, dtype=getattr(ref, dtype))
+        theirs = ref.zeros(data.shape[:1] if dtype != "int32" else data.shape, dtype=getattr(ref, dtype), device="cpu")
         ref.utils.array_scan(_pair(ref, data, dtype), theirs, inclusive)
         ours = _pair(wp, data, dtype, device)
         wp.utils.array_scan(ours, ours, inclusive)  # in place

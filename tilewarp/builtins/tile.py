@@ -452,7 +452,7 @@ def _adj_element_write(a, adj, adj_ret, template):
     return f"{adj[-1]} = tw::{sign}({adj[-1]}, tw::tile_get({adj[0]}, {where}))"
 
 
-# ---- matmul (portable; tensor cores are issue 11) ----------------------------------------------------
+# ---- matmul (tensor cores on CUDA where native/tile/mma.h applies, else portable) ----------------------------------------------------
 
 
 def _matmul(args, template):
@@ -464,8 +464,12 @@ def _matmul(args, template):
     if a.dtype != b.dtype or not T.is_float(a.dtype):
         fail(f"multiplies float tiles of one type, got {T.type_name(a.dtype)} and {T.type_name(b.dtype)}")
     out = T.TileType(a.dtype, (a.shape[0], b.shape[1]))
-    if c and c[0] != out:
-        fail(f"out must be a {out}, got {T.type_name(c[0])}")
+    if c:
+        # beyond Warp (which wants one dtype): float16 operands may accumulate into a float32 tile
+        wide = T.TileType(T.float32, out.shape) if a.dtype is T.float16 else None
+        if c[0] != out and c[0] != wide:
+            fail(f"out must be a {out}" + (f" or {wide}" if wide else "") + f", got {T.type_name(c[0])}")
+        return c[0]
     return out
 
 

@@ -1,0 +1,129 @@
+"""tile_matmul over a grid of shapes, dtypes and block sizes against a float64 NumPy reference.
+
+The kernel is the tiles chapter's GEMM (a K loop of tile_load + tile_matmul accumulating into a
+tile, then tile_store), built per (tile shape, dtypes, block_dim). On CUDA the shapes here take the
+tensor-core paths of native/tile/mma.h where they apply (float16 operands with float32 or float16
+sums: mma.m16n8k16; float64: mma.m8n8k4) and the portable loop elsewhere (odd shapes, float32);
+CI compiles every one of them for sm_90 through NVRTC.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tilewarp as wp
+from conftest import load_module
+
+GEMM = '''
+import WP as wp
+
+TM = wp.constant({tm})
+TN = wp.constant({tn})
+TK = wp.constant({tk})
+
+
+@wp.kernel
+def gemm(a: wp.array2d(dtype={ab}), b: wp.array2d(dtype={ab}), c: wp.array2d(dtype={acc})):
+    i, j = wp.tid()
+    total = wp.tile_zeros(shape=(TM, TN), dtype={acc})
+    for k in range(a.shape[1] // TK):
+        x = wp.tile_load(a, shape=(TM, TK), offset=(i * TM, k * TK))
+        y = wp.tile_load(b, shape=(TK, TN), offset=(k * TK, j * TN))
+        wp.tile_matmul(x, y, total)
+    old = wp.tile_load(c, shape=(TM, TN), offset=(i * TM, j * TN))
+    wp.tile_matmul(wp.tile_load(a, shape=(TM, TK), offset=(i * TM, 0)), wp.tile_load(b, shape=(TK, TN), offset=(0, j * TN)),
+                   old, alpha=0.5, beta=-2.0)
+    wp.tile_store(c, total + old, offset=(i * TM, j * TN))
+'''
+
+# (tile M, N, K, operand dtype, sum dtype): tensor-core shapes, warp tiles of several sizes, and
+# shapes that only the portable loop takes
+CASES = [
+    (32, 32, 16, "float16", "float32"),
+    (64, 32, 32, "float16", "float32"),
+    (16, 8, 16, "float16", "float16"),
+    (24, 12, 8, "float16", "float32"),
+    (32, 16, 8, "float64", "float64"),
+    (8, 24, 12, "float64", "float64"),
+    (32, 32, 16, "float32", "float32"),
+]
+TOL = {"float16": 2e-3, "float32": 1e-5, "float64": 1e-12}
+
+
+def _np(name):
+    return {"float16": np.float16, "float32": np.float32, "float64": np.float64}[name]
+
+
+@pytest.mark.parametrize("tm,tn,tk,ab,acc", CASES)
+@pytest.mark.parametrize("block_dim", [64, 128])
+def test_tile_gemm(device, rng, tm, tn, tk, ab, acc, block_dim):
+    mod = load_module(GEMM.format(tm=tm, tn=tn, tk=tk, ab=f"wp.{ab}", acc=f"wp.{acc}"), "tilewarp")
+    bm, bn, kt = 3, 2, 4
+    m, n, k = bm * tm, bn * tn, kt * tk
+    a = rng.uniform(-1, 1, (m, k)).astype(_np(ab))
+    b = rng.uniform(-1, 1, (k, n)).astype(_np(ab))
+    c = rng.uniform(-1, 1, (m, n)).astype(_np(acc))
+    alpha, beta = 0.5, -2.0  # as in the kernel text
+    wa, wb = wp.array(a, device=device), wp.array(b, device=device)
+    wc = wp.array(c, device=device)
+    wp.launch_tiled(mod.gemm, dim=(bm, bn), inputs=[wa, wb, wc], block_dim=block_dim, device=device)
+    a64, b64, c64 = a.astype(np.float64), b.astype(np.float64), c.astype(np.float64)
+    first = np.zeros((m, n))
+    for i in range(bm):
+        for j in range(bn):  # the kernel's second product uses each block's first K tile only
+            rows, cols = slice(i * tm, (i + 1) * tm), slice(j * tn, (j + 1) * tn)
+            first[rows, cols] = a64[rows, :tk] @ b64[:tk, cols]
+    want = a64 @ b64 + alpha * first + beta * c64
+    got = wc.numpy().astype(np.float64)
+    scale = np.abs(a64) @ np.abs(b64) + np.abs(c64) * 2 + 1.0
+    assert np.all(np.abs(got - want) <= TOL[acc] * scale * (k if acc == "float16" else 1)), \
+        f"max error {np.abs(got - want).max():.3g}"
+
+
+GRAD = '''
+import WP as wp
+
+
+@wp.kernel
+def product(a: wp.array2d(dtype=wp.float64), b: wp.array2d(dtype=wp.float64), c: wp.array2d(dtype=wp.float64)):
+    x = wp.tile_load(a, shape=(16, 8))
+    y = wp.tile_load(b, shape=(8, 8))
+    z = wp.tile_zeros(shape=(16, 8), dtype=wp.float64)
+    wp.tile_matmul(x, y, z, alpha=1.5)
+    wp.tile_store(c, z)
+'''
+
+
+def test_tile_matmul_gradient_float64(device, rng):
+    """The tensor-core forward (float64: mma.m8n8k4 on CUDA) with the exact adjoint: dA = alpha G B^T,
+    dB = alpha A^T G, against the analytic gradient of a weighted sum."""
+    mod = load_module(GRAD, "tilewarp")
+    a = wp.array(rng.standard_normal((16, 8)), dtype=wp.float64, device=device, requires_grad=True)
+    b = wp.array(rng.standard_normal((8, 8)), dtype=wp.float64, device=device, requires_grad=True)
+    c = wp.zeros((16, 8), dtype=wp.float64, device=device, requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch_tiled(mod.product, dim=1, inputs=[a, b, c], block_dim=64, device=device)
+    g = rng.standard_normal((16, 8))
+    tape.backward(grads={c: wp.array(g, dtype=wp.float64, device=device)})
+    np.testing.assert_allclose(c.numpy(), 1.5 * a.numpy() @ b.numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(a.grad.numpy(), 1.5 * g @ b.numpy().T, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(b.grad.numpy(), 1.5 * a.numpy().T @ g, rtol=1e-12, atol=1e-12)
+
+
+def test_mixed_precision_out_is_checked():
+    """float16 operands may sum into float32 (beyond Warp); any other mix is a typed error."""
+    mod = load_module('''
+import WP as wp
+
+
+@wp.kernel
+def bad(a: wp.array2d(dtype=wp.float16), c: wp.array2d(dtype=wp.float64)):
+    x = wp.tile_load(a, shape=(16, 16))
+    z = wp.tile_zeros(shape=(16, 16), dtype=wp.float64)
+    wp.tile_matmul(x, x, z)
+    wp.tile_store(c, z)
+''', "tilewarp")
+    a = wp.zeros((16, 16), dtype=wp.float16, device="cpu")
+    c = wp.zeros((16, 16), dtype=wp.float64, device="cpu")
+    with pytest.raises(wp.KernelTypeError, match=r"out must be a .*float16.* or .*float32.*, got"):
+        wp.launch_tiled(mod.bad, dim=1, inputs=[a, c], block_dim=32, device="cpu")
