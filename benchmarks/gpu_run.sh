@@ -11,6 +11,7 @@
 #   tprobe    only tilewarp's variants (tile_probe.py --quick) and their SASS
 #   ncu       Nsight Compute of the hand-written and tilewarp's sum of squares and row sum
 #   matmul    tile GEMM at 4096^3 against torch (and warp-lang after `warp`)
+#   mmprobe   Nsight Compute and SASS instruction counts of the float16 tile GEMM
 #   tiles     tests/tiles on cuda:0
 #   install   build the wheel, install it (non-editable) into an empty folder, then, in the first
 #             processes after that: import time, cold compile + first launch, launch overhead
@@ -60,8 +61,18 @@ for STEP in "$@"; do
   matmul)  # tile GEMM 4096^3 (tilewarp, torch; warp-lang too after a `warp` step), two tile shapes
     MODS=tilewarp,torch; [ -n "$WITH_WARP" ] && MODS=tilewarp,warp,torch
     timeout 250 python -m benchmarks.matmul --device cuda:0 --modules $MODS 2>&1 | tee "$OUT/matmul_64.txt"
-    timeout 200 python -m benchmarks.matmul --device cuda:0 --modules tilewarp --tile 128,128,32 --block_dim 256 \
-      --dtypes float16,float64 2>&1 | tee "$OUT/matmul_128.txt" ;;
+    for cfg in 64,64,64:128 128,64,32:128 128,128,32:256 128,128,64:256 128,64,64:256; do
+      echo "-- tile ${cfg%%:*} block_dim ${cfg##*:}"
+      timeout 100 python -m benchmarks.matmul --device cuda:0 --modules tilewarp --tile ${cfg%%:*} --block_dim ${cfg##*:} \
+        --dtypes float16,float64 2>&1 | grep -v "^dtype"
+    done 2>&1 | tee "$OUT/matmul_tiles.txt" ;;
+  mmprobe)  # Nsight Compute and the SASS of the float16 tile GEMM
+    M="--section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis"
+    TILEWARP_CACHE_DIR=/tmp/mm-cache timeout 200 ncu --clock-control none -k regex:"^gemm" --launch-skip 1 --launch-count 1 $M \
+      python -m benchmarks.matmul --device cuda:0 --modules tilewarp --dtypes float16 --n 2048 > "$OUT/ncu_gemm.txt" 2>&1
+    grep -E "Duration|Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Stall|Warp Cycles|Executed Ipc|Pipe|Shared Memory|Bank" "$OUT/ncu_gemm.txt" | head -50
+    for f in $(find /tmp/mm-cache -name "*.cubin"); do cuobjdump --dump-sass "$f" > "$OUT/sass_gemm.txt"; done
+    grep -o "HMMA[.A-Z0-9]*\|LDSM[.A-Z0-9]*\|LDGSTS[.A-Z0-9]*\|BAR[.A-Z]*\|LDS[.A-Z0-9]*\|STS[.A-Z0-9]*\|LDG[.A-Z0-9]*" "$OUT/sass_gemm.txt" | sort | uniq -c ;;
   tiles)
     TILEWARP_TEST_DEVICES=cuda:0 timeout 300 python -m pytest -q -p no:cacheprovider --tb=short tests/tiles \
       > "$OUT/tiles_tests.txt" 2>&1

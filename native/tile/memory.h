@@ -75,6 +75,48 @@ bool for_contiguous_rows(const array_t<T, D>& a, const int64_t (&offset)[D], con
     return true;
 }
 #endif
+#if TW_IS_CUDA
+// A row-major shared tile whose box lies inside the array, with contiguous rows whose starts and
+// lengths are multiples of 16 bytes, is copied in 16-byte pieces by cp.async (global to shared
+// without a register round trip; the block waits for its copies, then syncs): an operand tile of
+// a GEMM moves in 1/8 of the instructions of float16 element loads. False where it does not apply.
+template <typename X, typename T, int D>
+TW_FUNC bool async_copy_box(X& out, const array_t<T, D>& a, const int64_t (&offset)[D]) {
+    typedef typename X::shape S;
+    constexpr int inner = S::extent(S::ndim - 1), piece = 16 / (int)sizeof(T);
+    if constexpr (!is_rowmajor_shared<X>::value || 16 % sizeof(T) != 0 || (inner * sizeof(T)) % 16 != 0) {
+        return false;
+    } else {
+        bool ok = a.data != nullptr && a.strides[D - 1] == (int64_t)sizeof(T) &&
+                  ((unsigned long long)a.data % 16) == 0;
+        int64_t byte = 0;
+        TW_UNROLL
+        for (int d = 0; d < D; ++d) {
+            const int k = d - (D - S::ndim);
+            const int64_t ext = k >= 0 ? S::extent(k) : 1;
+            ok &= offset[d] >= 0 && offset[d] + ext <= a.shape[d];
+            if (d < D - 1) ok &= (a.strides[d] % 16) == 0;
+            byte += offset[d] * a.strides[d];
+        }
+        ok &= (byte % 16) == 0;
+        if (!ok) return false;
+        constexpr int per_row = inner / piece, pieces = S::size / piece;
+        block_sync();  // lanes may still be reading the tile's old contents
+        for (int c = lane_index(); c < pieces; c += X::threads) {
+            const int e0 = (c / per_row) * inner;
+            int64_t row = byte;
+            TW_UNROLL
+            for (int k = 0; k + 1 < S::ndim; ++k) row += ((e0 / S::stride(k)) % S::extent(k)) * a.strides[d_of<S, D>(k)];
+            const char* src = byte_ptr(a.data) + row + (c % per_row) * 16;
+            const unsigned dst = (unsigned)__cvta_generic_to_shared(out.data + e0 + (c % per_row) * piece);
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
+        }
+        asm volatile("cp.async.wait_all;\n" ::: "memory");
+        block_sync();
+        return true;
+    }
+}
+#endif
 template <int D, typename... I> TW_FUNC void offsets(int64_t (&o)[D], I... i) {
     static_assert(sizeof...(I) == D, "one offset per array dimension");
     const int64_t v[D] = {(int64_t)i...};
@@ -92,6 +134,8 @@ TW_FUNC void tile_load(X& out, const array_t<T, D>& a, I... i) {
             for (int c = 0; c < n; ++c) out.at(e0 + c, e0 + c) = p[c];
         }))
         return;
+#else
+    if (detail::async_copy_box(out, a, o)) return;
 #endif
     tile_fill_with(out, [&](int r, int e) {
         T* p;

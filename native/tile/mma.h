@@ -14,12 +14,7 @@
 
 namespace tw {
 namespace detail {
-template <typename X> struct is_rowmajor_shared { static constexpr bool value = false; };
-template <typename T, typename S, int P> struct is_rowmajor_shared<stile<T, S, P, contiguous_t>> {
-    static constexpr bool value = true;
-};
-template <typename X, typename Y> struct same_type { static constexpr bool value = false; };
-template <typename X> struct same_type<X, X> { static constexpr bool value = true; };
+template <typename X, typename Y> using same_type = same_tile<X, Y>;  // any two types
 
 template <typename D, typename A, typename B, typename C> struct mma_operands {
     static constexpr int M = A::shape::extent(0), K = A::shape::extent(1), N = B::shape::extent(1);
@@ -40,11 +35,11 @@ template <typename D, typename A, typename B, typename C> struct mma_operands {
 };
 
 #if TW_IS_CUDA
-TW_FUNC unsigned pack_halves(half lo, half hi) { return (unsigned)lo.bits | ((unsigned)hi.bits << 16); }
-TW_FUNC unsigned load_halves(const half* p) { return *reinterpret_cast<const unsigned*>(p); }  // 4-byte aligned
+TW_FUNC unsigned shared_address(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
 
 // D (M x N) = alpha * A (M x K) @ B (K x N) + beta * C, float16 operands, float32 sums.
-// Warp tiles of (16 TM) x (8 TN); the fragment layouts are the PTX ISA's for m16n8k16.
+// Warp tiles of (16 TM) x (8 TN); the fragment layouts are the PTX ISA's for m16n8k16. Rows of the
+// operand tiles start 16-byte aligned (K and N are multiples of 8 halves; tiles sit at 16-byte offsets).
 template <int TM, int TN, typename D, typename A, typename B, typename C, typename S>
 TW_FUNC void matmul_hmma(D& out, const A& a, const B& b, const C& c, S alpha, S beta) {
     typedef mma_operands<D, A, B, C> op;
@@ -63,19 +58,19 @@ TW_FUNC void matmul_hmma(D& out, const A& a, const B& b, const C& c, S alpha, S 
 #pragma unroll 2
         for (int k0 = 0; k0 < K; k0 += 16) {
             unsigned fa[TM][4], fb[TN][2];
+            // ldmatrix: lanes 0-15 name the 16 rows of the fragment's left 8 columns, 16-31 the right
             TW_UNROLL
             for (int i = 0; i < TM; ++i) {
-                const half* r = as + (m0 + 16 * i + g) * K + k0 + 2 * t;
-                fa[i][0] = load_halves(r);
-                fa[i][1] = load_halves(r + 8 * K);
-                fa[i][2] = load_halves(r + 8);
-                fa[i][3] = load_halves(r + 8 * K + 8);
+                const unsigned p = shared_address(as + (m0 + 16 * i + (lane & 15)) * K + k0 + (lane >> 4) * 8);
+                asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                             : "=r"(fa[i][0]), "=r"(fa[i][1]), "=r"(fa[i][2]), "=r"(fa[i][3]) : "r"(p));
             }
+            // B's k x n fragment is column-major for the mma: the transposing ldmatrix reads its rows
             TW_UNROLL
             for (int j = 0; j < TN; ++j) {
-                const half* col = bs + (k0 + 2 * t) * N + n0 + 8 * j + g;
-                fb[j][0] = pack_halves(col[0], col[N]);
-                fb[j][1] = pack_halves(col[8 * N], col[9 * N]);
+                const unsigned p = shared_address(bs + (k0 + (lane & 15)) * N + n0 + 8 * j);
+                asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
+                             : "=r"(fb[j][0]), "=r"(fb[j][1]) : "r"(p));
             }
             TW_UNROLL
             for (int i = 0; i < TM; ++i)

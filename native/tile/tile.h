@@ -91,6 +91,14 @@ template <typename T, typename S, int P, typename L> struct is_tile<stile<T, S, 
 };
 }  // namespace detail
 
+namespace detail {
+template <typename X, typename Y> struct same_tile { static constexpr bool value = false; };
+template <typename X> struct same_tile<X, X> { static constexpr bool value = true; };
+template <typename X> struct is_rowmajor_shared { static constexpr bool value = false; };
+template <typename T, typename S, int P> struct is_rowmajor_shared<stile<T, S, P, contiguous_t>> {
+    static constexpr bool value = true;
+};
+}  // namespace detail
 template <typename X> using decay_t = typename detail::remove_cvref<X>::type;
 template <typename X> TW_FUNC constexpr int tile_size() { return decay_t<X>::size; }
 // a zero of an element's type (the scratch adjoint of one element of tile_map)
@@ -173,6 +181,9 @@ template <typename V, typename X, int C> TW_FUNC void untile_split(V (&out)[C], 
 
 // ---- copies between tiles of one size (carried values, reshape, squeeze, astype) -------------
 template <typename D, typename X> TW_FUNC void tile_copy(D& out, const X& src) {
+    if constexpr (detail::same_tile<D, X>::value && D::shared) {  // a product written into its
+        if (out.data == src.data) return;                            // accumulator's own bytes
+    }
     tile_fill_with(out, [&](int r, int e) { return cast<typename D::value_type>(src.at(r, e)); });
 }
 

@@ -144,14 +144,48 @@ def lifetimes(fn: ir.Function, tiles: set, roots=None) -> dict:
     return span
 
 
+def accumulations(fn: ir.Function, storage: Storage) -> dict:
+    """id(result) -> id(out) for each ``tile_matmul(a, b, out)`` whose result only goes back into
+    ``out`` by the very next statement (the copy that carries ``out`` around a K loop): the product can
+    be written into ``out``'s own bytes, which makes that copy a no-op (``tw::tile_copy`` of a tile
+    onto itself), instead of a second tile and a copy per iteration."""
+    uses: dict = {}
+    for s in ir.walk(fn.body):
+        if isinstance(s, ir.Assign):
+            for a in (s.op.args if isinstance(s.op, (ir.Call, ir.FuncCall)) else (s.op.src,)):
+                uses[id(a)] = uses.get(id(a), 0) + 1
+        elif isinstance(s, (ir.If, ir.While)):
+            uses[id(getattr(s, "cond", None))] = uses.get(id(getattr(s, "cond", None)), 0) + 1
+    pairs = {}
+
+    def scan(stmts):
+        for k, s in enumerate(stmts):
+            if isinstance(s, ir.If):
+                scan(s.body)
+                scan(s.orelse)
+            elif isinstance(s, (ir.For, ir.While)):
+                scan(s.body)
+            elif isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and s.op.builtin.name == "tile_matmul" \
+                    and len(s.op.args) == 3 and k + 1 < len(stmts):
+                c, nxt = s.op.args[2], stmts[k + 1]
+                if isinstance(nxt, ir.Assign) and isinstance(nxt.op, ir.Copy) and nxt.op.src is s.dst \
+                        and nxt.dst is c and c.type == s.dst.type and uses.get(id(s.dst)) == 1 \
+                        and {id(c), id(s.dst)} <= storage.shared and id(c) not in storage.views:
+                    pairs[id(s.dst)] = id(c)
+
+    scan(fn.body)
+    return pairs
+
+
 def plan(fn: ir.Function, extra_shared=()) -> Storage:
     """Storage of every tile of ``fn`` and the shared-memory offsets (first fit by start position)."""
     shared = choose(fn) | set(extra_shared)
     out = Storage(shared=shared)
     aliases(fn, out)
+    into = accumulations(fn, out)
     sizes = {id(v): tile_bytes(v.type) for v in fn.values
-             if T.is_tile(v.type) and id(v) in shared and id(v) not in out.views}
-    span = lifetimes(fn, set(sizes), out.roots)
+             if T.is_tile(v.type) and id(v) in shared and id(v) not in out.views and id(v) not in into}
+    span = lifetimes(fn, set(sizes), {**out.roots, **into})
     placed = []  # (offset, size, last)
     for vid in sorted(sizes, key=lambda v: (span.get(v, [0, 0])[0], -sizes[v])):
         lo, hi = span.get(vid, [0, 0])
@@ -165,4 +199,6 @@ def plan(fn: ir.Function, extra_shared=()) -> Storage:
         placed.append((offset, size, lo, hi))
         out.offsets[vid] = offset
         out.bytes = max(out.bytes, offset + size)
+    for vid, root in into.items():
+        out.offsets[vid] = out.offsets[root]
     return out
