@@ -1,5 +1,6 @@
 """A non-editable install works: the wheel carries every package and the C++ headers and runtime
-sources (native/, as tilewarp/native), and a kernel compiles and runs from the installed copy."""
+sources (native/, as tilewarp/native), and, installed by pip into a fresh virtual environment, a
+kernel compiles and runs from the installed copy, its first launch on the native path."""
 import os
 import shutil
 import subprocess
@@ -59,7 +60,7 @@ print("ok", paths.NATIVE_DIR)
 
 @pytest.mark.slow
 def test_a_built_wheel_installs_and_runs(tmp_path):
-    wheels, target, src = tmp_path / "wheels", tmp_path / "site", tmp_path / "src"
+    wheels, src = tmp_path / "wheels", tmp_path / "src"
     for part in ("tilewarp", "native"):  # a clean copy: setuptools reuses a build/ folder in the tree
         shutil.copytree(ROOT / part, src / part, ignore=shutil.ignore_patterns("__pycache__", "_native"))
     for name in ("pyproject.toml", "README.md"):
@@ -68,17 +69,30 @@ def test_a_built_wheel_installs_and_runs(tmp_path):
                            capture_output=True, text=True, timeout=600)
     assert build.returncode == 0, build.stderr[-3000:]
     wheel = next(wheels.glob("tilewarp-*.whl"))
-    install = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
-                              str(wheel)], capture_output=True, text=True, timeout=600)
+    # a real virtual environment, the wheel installed into it by its own pip; the dependencies come
+    # from this interpreter's site-packages (a .pth line, appended after the venv's own, so the
+    # installed tilewarp - not a development copy - is the one imported)
+    venv = tmp_path / "venv"
+    made = subprocess.run([sys.executable, "-m", "venv", str(venv)], capture_output=True, text=True, timeout=300)
+    assert made.returncode == 0, made.stderr[-3000:]
+    python = venv / "bin" / "python"
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    parents = [p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]
+    (Path(site) / "parent_env.pth").write_text("\n".join(parents) + "\n")
+    install = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)],
+                             capture_output=True, text=True, timeout=600)
     assert install.returncode == 0, install.stderr[-3000:]
+    target = Path(site)
     assert (target / "tilewarp" / "native" / "tilewarp.h").is_file()
     assert (target / "tilewarp" / "native" / "runtime" / "thread_pool.cpp").is_file()
     built = sorted(p.name.split(".")[0] for p in (target / "tilewarp").glob("_*.so"))
     assert built == ["_libtilewarp_cpu", "_libtilewarp_cuda", "_tw_launch"], built  # compiled by pip
-    env = dict(os.environ, PYTHONPATH=str(target), TILEWARP_CACHE_DIR=str(tmp_path / "cache"))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["TILEWARP_CACHE_DIR"] = str(tmp_path / "cache")
     script = tmp_path / "use_installed.py"  # kernels need a source file
     script.write_text(f"tilewarp_dir = {str(target / 'tilewarp')!r}\n" + SCRIPT)
-    run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+    run = subprocess.run([str(python), str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
                          timeout=600)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     assert "ok" in run.stdout
