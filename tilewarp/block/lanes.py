@@ -159,7 +159,12 @@ class _Analysis:
             for st in ir.walk(s.body):
                 if isinstance(st, ir.Assign) and st.dst is not None and st.dst.mutable:
                     self.make_varying(st.dst)
-            self.make_lane(s)
+            if inner or not _uniform_trip(s):
+                self.make_lane(s)
+            # else the loop runs once per block, its lane work in lane sections inside it: every
+            # lane takes the same iterations, and the lanes' work of one iteration sits side by side
+            # (the CPU vectorises across lanes; an N-body's inner loop over a tile of stars ran
+            # ~4x faster than each lane looping over the stars alone)
 
     def _lane_only(self, s) -> bool:
         """A control statement with lane work and no tile operation runs whole inside a lane section."""
@@ -190,6 +195,13 @@ class _Analysis:
 
     def stmt_Return(self, s, divergent):
         pass
+
+
+def _uniform_trip(loop) -> bool:
+    """A ``for`` whose body never leaves early (no break, continue or return, which inside a lane
+    section would leave the lane loop instead): with uniform bounds, every lane runs it alike."""
+    return isinstance(loop, ir.For) and not any(isinstance(x, (ir.Break, ir.Continue, ir.Return))
+                                                for x in ir.walk(loop.body))
 
 
 def analyse(fn: ir.Function, uniform_tids: frozenset) -> Lanes:
