@@ -4,6 +4,7 @@
 // and are not written. A tile of fewer dimensions than the array covers its trailing ones.
 #pragma once
 #include "tile.h"
+#include "mma.h"
 #include "../runtime/array.h"
 #include "../runtime/atomic.h"
 #include "../runtime/array_adjoint.h"
@@ -46,6 +47,21 @@ TW_FUNC bool tile_place(const array_t<T, D>& a, T* base, const int64_t (&offset)
     p = (T*)(byte_ptr(base) + byte);
     return inside;
 }
+// The same for element e of any layout (its coordinates from e itself)
+template <typename S, typename T, int D>
+TW_FUNC bool element_place(const array_t<T, D>& a, T* base, const int64_t (&offset)[D], int e, T*& p) {
+    int64_t byte = 0;
+    bool inside = base != nullptr;
+    TW_UNROLL
+    for (int d = 0; d < D; ++d) {
+        const int k = d - (D - S::ndim);
+        const int64_t i = offset[d] + (k >= 0 ? (e / S::stride(k)) % S::extent(k) : 0);
+        inside &= (uint64_t)i < (uint64_t)(int64_t)a.shape[d];
+        byte += i * a.strides[d];
+    }
+    p = (T*)(byte_ptr(base) + byte);
+    return inside;
+}
 template <typename S, int P, typename T, int D>
 TW_FUNC T* tile_address(const array_t<T, D>& a, T* base, const int64_t (&offset)[D], int r, int e) {
     T* p;
@@ -80,7 +96,7 @@ bool for_contiguous_rows(const array_t<T, D>& a, const int64_t (&offset)[D], con
 // lengths are multiples of 16 bytes, is copied in 16-byte pieces by cp.async (global to shared
 // without a register round trip; the block waits for its copies, then syncs): an operand tile of
 // a GEMM moves in 1/8 of the instructions of float16 element loads. False where it does not apply.
-template <typename X, typename T, int D>
+template <bool Wait, typename X, typename T, int D>
 TW_FUNC bool async_copy_box(X& out, const array_t<T, D>& a, const int64_t (&offset)[D]) {
     typedef typename X::shape S;
     constexpr int inner = S::extent(S::ndim - 1), piece = 16 / (int)sizeof(T);
@@ -111,8 +127,10 @@ TW_FUNC bool async_copy_box(X& out, const array_t<T, D>& a, const int64_t (&offs
             const unsigned dst = (unsigned)__cvta_generic_to_shared(out.data + e0 + (c % per_row) * piece);
             asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
         }
-        asm volatile("cp.async.wait_all;\n" ::: "memory");
-        block_sync();
+        if (Wait) {  // else a tile_load right after this one waits for both (emit/cpp.py: Wait=false)
+            asm volatile("cp.async.wait_all;\n" ::: "memory");
+            block_sync();
+        }
         return true;
     }
 }
@@ -125,7 +143,9 @@ template <int D, typename... I> TW_FUNC void offsets(int64_t (&o)[D], I... i) {
 }
 }  // namespace detail
 
-template <typename X, typename T, int D, typename... I>
+// Wait = false (only for a load followed by another load, nothing between touching tiles): its
+// asynchronous copies may still be in flight when this returns; the next load's wait covers them.
+template <bool Wait = true, typename X, typename T, int D, typename... I>
 TW_FUNC void tile_load(X& out, const array_t<T, D>& a, I... i) {
     int64_t o[D];
     detail::offsets(o, i...);
@@ -135,7 +155,8 @@ TW_FUNC void tile_load(X& out, const array_t<T, D>& a, I... i) {
         }))
         return;
 #else
-    if (detail::async_copy_box(out, a, o)) return;
+    if (detail::async_copy_box<Wait>(out, a, o)) return;
+    asm volatile("cp.async.wait_all;\n" ::: "memory");  // an earlier load's copies, published below
 #endif
     tile_fill_with(out, [&](int r, int e) {
         T* p;
@@ -159,6 +180,19 @@ TW_FUNC void tile_store(const array_t<T, D>& a, const X& t, I... i) {
     TW_FOR_OWNED(X::size, X::threads, r, e) {
         T* p;
         if (detail::tile_place<typename X::shape, X::threads>(a, a.data, o, r, e, p)) *p = t.at(r, e);
+    }
+}
+
+// a tensor-core accumulator tile: each slot's element from the tile's own layout
+template <typename TT, typename S, int P, int K, typename T, int D, typename... I>
+TW_FUNC void tile_store(const array_t<T, D>& a, const mtile<TT, S, P, K>& t, I... i) {
+    int64_t o[D];
+    detail::offsets(o, i...);
+    TW_UNROLL
+    for (int r = 0; r < TW_TILE_REGS(S::size, P); ++r) {
+        const int e = mtile<TT, S, P, K>::element(r);
+        T* p;
+        if (detail::element_place<S>(a, a.data, o, e, p)) *p = t.at(r, e);
     }
 }
 

@@ -15,6 +15,8 @@
 namespace tw {
 namespace detail {
 template <typename X, typename Y> using same_type = same_tile<X, Y>;  // any two types
+template <bool B, typename X, typename Y> struct pick { typedef X type; };
+template <typename X, typename Y> struct pick<false, X, Y> { typedef Y type; };
 
 template <typename D, typename A, typename B, typename C> struct mma_operands {
     static constexpr int M = A::shape::extent(0), K = A::shape::extent(1), N = B::shape::extent(1);
@@ -40,21 +42,23 @@ TW_FUNC unsigned shared_address(const void* p) { return (unsigned)__cvta_generic
 // D (M x N) = alpha * A (M x K) @ B (K x N) + beta * C, float16 operands, float32 sums.
 // Warp tiles of (16 TM) x (8 TN); the fragment layouts are the PTX ISA's for m16n8k16. Rows of the
 // operand tiles start 16-byte aligned (K and N are multiples of 8 halves; tiles sit at 16-byte offsets).
-template <int TM, int TN, typename D, typename A, typename B, typename C, typename S>
-TW_FUNC void matmul_hmma(D& out, const A& a, const B& b, const C& c, S alpha, S beta) {
-    typedef mma_operands<D, A, B, C> op;
-    constexpr int M = op::M, K = op::K, N = op::N, WM = 16 * TM, WN = 8 * TN;
-    constexpr int across = N / WN, tiles = (M / WM) * across, warps = A::threads / 32;
-    const int lane = (int)threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+template <int TM, int TN, typename A, typename B, typename Init, typename Done>
+TW_FUNC void matmul_hmma(const A& a, const B& b, const Init& init, const Done& done) {
+    constexpr int M = A::shape::extent(0), K = A::shape::extent(1), N = B::shape::extent(1);
+    constexpr int WM = 16 * TM, WN = 8 * TN, across = N / WN, tiles = (M / WM) * across, warps = A::threads / 32;
+    const int lane = (int)threadIdx.x & 31;
     const half* as = a.data;
     const half* bs = b.data;
-    for (int w = (int)threadIdx.x >> 5; w < tiles; w += warps) {
+    int slot = 0;  // the thread's next accumulator, in the order hmma_element numbers them
+    for (int w = (int)threadIdx.x >> 5; w < tiles; w += warps, slot += TM * TN * 4) {
         const int m0 = (w / across) * WM, n0 = (w % across) * WN;
         float acc[TM][TN][4];
         TW_UNROLL
         for (int i = 0; i < TM; ++i)
             TW_UNROLL
-            for (int j = 0; j < TN; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
+            for (int j = 0; j < TN; ++j)
+                TW_UNROLL
+                for (int h = 0; h < 4; ++h) acc[i][j][h] = init(slot + (i * TN + j) * 4 + h);
 #pragma unroll 2
         for (int k0 = 0; k0 < K; k0 += 16) {
             unsigned fa[TM][4], fb[TN][2];
@@ -85,35 +89,31 @@ TW_FUNC void matmul_hmma(D& out, const A& a, const B& b, const C& c, S alpha, S 
                           "r"(fb[j][1]));
                 }
         }
-        typedef typename D::value_type T;
         TW_UNROLL
         for (int i = 0; i < TM; ++i)
             TW_UNROLL
             for (int j = 0; j < TN; ++j)
                 TW_UNROLL
-                for (int h = 0; h < 4; ++h) {
-                    const int e = (m0 + 16 * i + g + 8 * (h >> 1)) * N + n0 + 8 * j + 2 * t + (h & 1);
-                    float v = (float)alpha * acc[i][j][h];
-                    if (beta != S(0)) v += (float)beta * (float)c.at(e, e);
-                    out.at(e, e) = cast<T>(v);
-                }
+                for (int h = 0; h < 4; ++h) done(slot + (i * TN + j) * 4 + h, acc[i][j][h]);
     }
 }
 
-// D (M x N) = alpha * A @ B + beta * C in float64; warp tiles of (8 TM) x (8 TN), m8n8k4 fragments.
-template <int TM, int TN, typename D, typename A, typename B, typename C, typename S>
-TW_FUNC void matmul_dmma(D& out, const A& a, const B& b, const C& c, S alpha, S beta) {
-    typedef mma_operands<D, A, B, C> op;
-    constexpr int M = op::M, K = op::K, N = op::N, WM = 8 * TM, WN = 8 * TN;
-    constexpr int across = N / WN, tiles = (M / WM) * across, warps = A::threads / 32;
+// The same in float64: warp tiles of (8 TM) x (8 TN), m8n8k4 fragments, two accumulators a tile.
+template <int TM, int TN, typename A, typename B, typename Init, typename Done>
+TW_FUNC void matmul_dmma(const A& a, const B& b, const Init& init, const Done& done) {
+    constexpr int M = A::shape::extent(0), K = A::shape::extent(1), N = B::shape::extent(1);
+    constexpr int WM = 8 * TM, WN = 8 * TN, across = N / WN, tiles = (M / WM) * across, warps = A::threads / 32;
     const int lane = (int)threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    for (int w = (int)threadIdx.x >> 5; w < tiles; w += warps) {
+    int slot = 0;
+    for (int w = (int)threadIdx.x >> 5; w < tiles; w += warps, slot += TM * TN * 2) {
         const int m0 = (w / across) * WM, n0 = (w % across) * WN;
         double acc[TM][TN][2];
         TW_UNROLL
         for (int i = 0; i < TM; ++i)
             TW_UNROLL
-            for (int j = 0; j < TN; ++j) acc[i][j][0] = acc[i][j][1] = 0.0;
+            for (int j = 0; j < TN; ++j)
+                TW_UNROLL
+                for (int h = 0; h < 2; ++h) acc[i][j][h] = init(slot + (i * TN + j) * 2 + h);
 #pragma unroll 2
         for (int k0 = 0; k0 < K; k0 += 4) {
             double fa[TM], fb[TN];
@@ -134,12 +134,7 @@ TW_FUNC void matmul_dmma(D& out, const A& a, const B& b, const C& c, S alpha, S 
             TW_UNROLL
             for (int j = 0; j < TN; ++j)
                 TW_UNROLL
-                for (int h = 0; h < 2; ++h) {
-                    const int e = (m0 + 8 * i + g) * N + n0 + 8 * j + 2 * t + h;
-                    double v = (double)alpha * acc[i][j][h];
-                    if (beta != S(0)) v += (double)beta * c.at(e, e);
-                    out.at(e, e) = v;
-                }
+                for (int h = 0; h < 2; ++h) done(slot + (i * TN + j) * 2 + h, acc[i][j][h]);
     }
 }
 #endif
@@ -151,19 +146,89 @@ template <int Extent, int Unit, int Most> struct warp_tiles {
 };
 template <int Extent, int Unit> struct warp_tiles<Extent, Unit, 1> { static constexpr int value = 1; };
 
+// Warp tiling of an M x N output: Kind 1 = m16n8k16 (float16 operands), 2 = m8n8k4 (float64).
+template <int Kind, int M, int N> struct mma_tiling {
+    static constexpr int TM = Kind == 1 ? warp_tiles<M, 16, 2>::value : warp_tiles<M, 8, 4>::value;
+    static constexpr int TN = Kind == 1 ? warp_tiles<N, 8, 4>::value : warp_tiles<N, 8, 2>::value;
+    static constexpr int WM = (Kind == 1 ? 16 : 8) * TM, WN = 8 * TN, per_tile = TM * TN * (Kind == 1 ? 4 : 2);
+    static constexpr int tiles = (M / WM) * (N / WN);
+};
+#if TW_IS_CUDA
+// The output element a thread's accumulator `slot` holds (slots numbered as matmul_hmma/dmma do).
+template <int Kind, int M, int N, int P> TW_FUNC int mma_element(int slot) {
+    typedef mma_tiling<Kind, M, N> L;
+    const int lane = (int)threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int w = ((int)threadIdx.x >> 5) + (slot / L::per_tile) * (P / 32), s = slot % L::per_tile;
+    const int m0 = (w / (N / L::WN)) * L::WM, n0 = (w % (N / L::WN)) * L::WN;
+    if (Kind == 1) {
+        const int i = s / (L::TN * 4), j = (s / 4) % L::TN, h = s % 4;
+        return (m0 + 16 * i + g + 8 * (h >> 1)) * N + n0 + 8 * j + 2 * t + (h & 1);
+    }
+    const int i = s / (L::TN * 2), j = (s / 2) % L::TN, h = s % 2;
+    return (m0 + 8 * i + g) * N + n0 + 8 * j + 2 * t + h;
+}
+#endif
+}  // namespace detail
+
+// A register tile in the layout of tensor-core accumulators (block/storage.py picks it for a
+// tile_matmul output that only accumulates, is copied around its K loop and stored): the sums stay
+// in registers between calls. Slot r of a thread holds element element(r); on the CPU (one thread
+// per block) slot r is element r, as in rtile.
+template <typename T, typename S, int P, int Kind> struct mtile {
+    typedef T value_type;
+    typedef S shape;
+    static constexpr int size = S::size, threads = P;
+    static constexpr bool shared = false;
+    T data[TW_TILE_REGS(S::size, P)];
+    TW_FUNC T& at(int r, int) { return data[r]; }
+    TW_FUNC const T& at(int r, int) const { return data[r]; }
+#if TW_IS_CUDA
+    static_assert(detail::mma_tiling<Kind, S::extent(0), S::extent(1)>::tiles % (P / 32) == 0,
+                  "every warp owns as many warp tiles");
+    TW_FUNC static int element(int r) { return detail::mma_element<Kind, S::extent(0), S::extent(1), P>(r); }
+#else
+    TW_FUNC static int element(int r) { return r; }
+#endif
+};
+namespace detail {
+template <typename T, typename S, int P, int K> struct is_tile<mtile<T, S, P, K>> { static constexpr bool value = true; };
+template <typename X> struct is_mtile { static constexpr bool value = false; };
+template <typename T, typename S, int P, int K> struct is_mtile<mtile<T, S, P, K>> { static constexpr bool value = true; };
+
 // true where a tensor-core path did the product
 template <typename D, typename A, typename B, typename C, typename S>
 TW_FUNC bool tile_matmul_mma(D& out, const A& a, const B& b, const C& c, S alpha, S beta) {
 #if TW_IS_CUDA
     typedef mma_operands<D, A, B, C> op;
-    if constexpr (op::f16) {
-        block_sync();
-        matmul_hmma<warp_tiles<op::M, 16, 2>::value, warp_tiles<op::N, 8, 4>::value>(out, a, b, c, alpha, beta);
-        block_sync();
+    constexpr int kind = op::f16 ? 1 : op::f64 ? 2 : 0;
+    typedef typename D::value_type T;
+    typedef typename pick<same_tile<T, double>::value, double, float>::type Acc;
+    if constexpr (is_mtile<D>::value) {  // the sums stay in registers
+        static_assert(same_tile<D, C>::value && is_rowmajor_shared<A>::value && is_rowmajor_shared<B>::value &&
+                          same_tile<typename A::value_type, typename pick<same_tile<T, double>::value, double, half>::type>::value,
+                      "a register accumulator takes tensor-core products of shared tiles");
+        typedef mma_tiling<(same_tile<T, double>::value ? 2 : 1), op::M, op::N> L;
+        block_sync();  // the operands were just written
+        auto init = [&](int s) { return alpha == S(1) ? (Acc)beta * (Acc)c.data[s] : Acc(0); };
+        auto done = [&](int s, Acc v) {
+            out.data[s] = cast<T>(alpha == S(1) ? v : (Acc)alpha * v + (Acc)beta * (Acc)c.data[s]);
+        };
+        if constexpr (same_tile<T, double>::value) matmul_dmma<L::TM, L::TN>(a, b, init, done);
+        else matmul_hmma<L::TM, L::TN>(a, b, init, done);
+        block_sync();  // the operands may be rewritten next
         return true;
-    } else if constexpr (op::f64) {
+    } else if constexpr (kind != 0) {
+        typedef mma_tiling<kind, op::M, op::N> L;
         block_sync();
-        matmul_dmma<warp_tiles<op::M, 8, 4>::value, warp_tiles<op::N, 8, 2>::value>(out, a, b, c, alpha, beta);
+        auto init = [&](int) { return Acc(0); };
+        auto done = [&](int s, Acc v) {
+            const int e = mma_element<kind, op::M, op::N, A::threads>(s);
+            Acc r = (Acc)alpha * v;
+            if (beta != S(0)) r += (Acc)beta * (Acc)c.at(e, e);
+            out.at(e, e) = cast<T>(r);
+        };
+        if constexpr (kind == 2) matmul_dmma<L::TM, L::TN>(a, b, init, done);
+        else matmul_hmma<L::TM, L::TN>(a, b, init, done);
         block_sync();
         return true;
     }

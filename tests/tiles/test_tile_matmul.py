@@ -80,6 +80,54 @@ def test_tile_gemm(device, rng, tm, tn, tk, ab, acc, block_dim):
         f"max error {np.abs(got - want).max():.3g}"
 
 
+PLAIN = '''
+import WP as wp
+
+TM = wp.constant({tm})
+TN = wp.constant({tn})
+TK = wp.constant({tk})
+
+
+@wp.kernel
+def gemm(a: wp.array2d(dtype={ab}), b: wp.array2d(dtype={ab}), c: wp.array2d(dtype={acc})):
+    i, j = wp.tid()
+    total = wp.tile_zeros(shape=(TM, TN), dtype={acc})
+    for k in range(a.shape[1] // TK):
+        x = wp.tile_load(a, shape=(TM, TK), offset=(i * TM, k * TK))
+        y = wp.tile_load(b, shape=(TK, TN), offset=(k * TK, j * TN))
+        wp.tile_matmul(x, y, total)
+    wp.tile_store(c, total, offset=(i * TM, j * TN))
+'''
+
+
+@pytest.mark.parametrize("tm,tn,tk,ab,acc,block_dim", [
+    (64, 64, 32, "float16", "float32", 128),  # 4 warps, one 32 x 32 warp tile each
+    (32, 64, 16, "float16", "float32", 64),   # 2 warps, two warp tiles each
+    (32, 16, 16, "float16", "float16", 32),
+    (32, 32, 8, "float64", "float64", 64),
+])
+def test_gemm_with_register_accumulator(device, rng, tm, tn, tk, ab, acc, block_dim):
+    """The chapter's GEMM as written: its accumulator is only zeroed, accumulated into, carried and
+    stored, so on CUDA it stays in tensor-core registers across the K loop (tw::mtile)."""
+    from tilewarp.block.storage import accumulators
+
+    mod = load_module(PLAIN.format(tm=tm, tn=tn, tk=tk, ab=f"wp.{ab}", acc=f"wp.{acc}"), "tilewarp")
+    fn = mod.gemm.ir_for(block_dim)
+    assert set(accumulators(fn, block_dim).values()) == {1 if ab == "float16" else 2}
+    bm, bn, kt = 2, 3, 5
+    m, n, k = bm * tm, bn * tn, kt * tk
+    a = rng.uniform(-1, 1, (m, k)).astype(_np(ab))
+    b = rng.uniform(-1, 1, (k, n)).astype(_np(ab))
+    wa, wb = wp.array(a, device=device), wp.array(b, device=device)
+    wc = wp.zeros((m, n), dtype=getattr(wp, acc), device=device)
+    wp.launch_tiled(mod.gemm, dim=(bm, bn), inputs=[wa, wb, wc], block_dim=block_dim, device=device)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)) + 1.0
+    got = wc.numpy().astype(np.float64)
+    assert np.all(np.abs(got - want) <= TOL[acc] * scale * (k if acc == "float16" else 1)), \
+        f"max error {np.abs(got - want).max():.3g}"
+
+
 GRAD = '''
 import WP as wp
 

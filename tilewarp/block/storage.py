@@ -26,6 +26,7 @@ class Storage:
     bytes: int = 0
     views: dict = field(default_factory=dict)  # id(view) -> its element strides in its root's memory
     roots: dict = field(default_factory=dict)  # id(view) -> id of the tile owning the memory
+    mma: dict = field(default_factory=dict)    # id(tile) -> kind of tensor-core accumulator registers (mtile)
 
 
 def tile_bytes(t) -> int:
@@ -177,10 +178,91 @@ def accumulations(fn: ir.Function, storage: Storage) -> dict:
     return pairs
 
 
-def plan(fn: ir.Function, extra_shared=()) -> Storage:
-    """Storage of every tile of ``fn`` and the shared-memory offsets (first fit by start position)."""
+def _warp_tiles(extent: int, unit: int, most: int) -> int:
+    while most > 1 and extent % (unit * most):
+        most //= 2
+    return most
+
+
+def _mma_kind(op, threads: int) -> int:
+    """native/tile/mma.h's tensor-core kind for ``tile_matmul(a, b, out)`` on ``threads`` CUDA threads
+    when its output can stay in registers (every warp owns as many warp tiles), else 0."""
+    a, b, c = (x.type for x in op.args)
+    m, k, n = a.shape[0], a.shape[1], b.shape[1]
+    if a.dtype is T.float16 and b.dtype is T.float16 and c.dtype in (T.float32, T.float16) \
+            and m % 16 == 0 and n % 8 == 0 and k % 16 == 0:
+        kind, tiles = 1, (m // (16 * _warp_tiles(m, 16, 2))) * (n // (8 * _warp_tiles(n, 8, 4)))
+    elif a.dtype is b.dtype is c.dtype is T.float64 and m % 8 == 0 and n % 8 == 0 and k % 4 == 0:
+        kind, tiles = 2, (m // (8 * _warp_tiles(m, 8, 4))) * (n // (8 * _warp_tiles(n, 8, 2)))
+    else:
+        return 0
+    return kind if threads % 32 == 0 and tiles % (threads // 32) == 0 else 0
+
+
+def accumulators(fn: ir.Function, threads: int) -> dict:
+    """id(tile) -> mma kind for the tiles that can live in tensor-core accumulator registers: groups of
+    tiles joined by ``tile_matmul(a, b, out)`` (out and its result) and by copies (a loop carrying
+    ``out``), each made only by tile_zeros / tile_full / those products / copies within the group, and
+    used only as such an ``out``, by those copies and by tile_store. Their sums then stay in registers
+    across a K loop (no shared-memory accumulator read and written by every product)."""
+    if threads % 32:
+        return {}
+    parent: dict = {}
+
+    def find(x):
+        while parent.get(x, x) != x:
+            x = parent[x]
+        return x
+
+    def union(x, y):
+        parent.setdefault(x, x)
+        parent.setdefault(y, y)
+        parent[find(x)] = find(y)
+
+    stmts = [s for s in ir.walk(fn.body) if isinstance(s, ir.Assign)]
+    kinds = {}
+    for s in stmts:
+        if isinstance(s.op, ir.Call) and s.op.builtin.name == "tile_matmul" and len(s.op.args) == 3:
+            kind = _mma_kind(s.op, threads)
+            if kind and s.dst.type == s.op.args[2].type:
+                union(id(s.dst), id(s.op.args[2]))
+                kinds[id(s)] = kind
+        elif isinstance(s.op, ir.Copy) and T.is_tile(getattr(s.dst, "type", None)) and T.is_tile(s.op.src.type):
+            union(id(s.dst), id(s.op.src))
+    groups: dict = {}
+    for x in parent:
+        groups.setdefault(find(x), set()).add(x)
+    bad, kind_of = set(), {}
+    for s in stmts:  # every definition and use of a group member must be one the layout supports
+        root = find(id(s.dst)) if s.dst is not None and id(s.dst) in parent else None
+        if isinstance(s.op, ir.Call):
+            name = s.op.builtin.name
+            if root is not None:
+                if name == "tile_matmul" and id(s) in kinds:
+                    kind_of.setdefault(root, set()).add(kinds[id(s)])
+                elif name not in ("tile_zeros", "tile_full"):
+                    bad.add(root)
+            for k, a in enumerate(s.op.args):
+                if id(a) in parent and not ((name == "tile_matmul" and id(s) in kinds and k == 2)
+                                            or (name == "tile_store" and k == 1)):
+                    bad.add(find(id(a)))
+        elif isinstance(s.op, ir.Copy) and id(s.op.src) in parent and root is None:
+            bad.add(find(id(s.op.src)))
+    out = {}
+    for root, members in groups.items():
+        ks = kind_of.get(root, set())
+        if root not in bad and len(ks) == 1:
+            out.update(dict.fromkeys(members, ks.pop()))
+    return out
+
+
+def plan(fn: ir.Function, extra_shared=(), threads: int = 0) -> Storage:
+    """Storage of every tile of ``fn`` and the shared-memory offsets (first fit by start position);
+    ``threads``: the CUDA threads of a block, for the tensor-core accumulators (0: none)."""
     shared = choose(fn) | set(extra_shared)
-    out = Storage(shared=shared)
+    mma = accumulators(fn, threads) if threads else {}
+    shared -= set(mma)
+    out = Storage(shared=shared, mma=mma)
     aliases(fn, out)
     into = accumulations(fn, out)
     sizes = {id(v): tile_bytes(v.type) for v in fn.values

@@ -81,6 +81,8 @@ def declare(v, name: str, lanes: Lanes, storage: Storage, offset_base: int = 0) 
         if shared:
             off = storage.offsets[id(v)] + offset_base
             return f"{tile_cpp(t, True)} {name}{{({t.dtype._cpp_}*)(tw_smem + {off})}};"
+        if id(v) in storage.mma:  # tensor-core accumulator registers (native/tile/mma.h)
+            return f"tw::mtile<{t.dtype._cpp_}, {shape_cpp(t.shape)}, tw_threads, {storage.mma[id(v)]}> {name}{{}};"
         return f"{tile_cpp(t, False)} {name}{{}};"
     if id(v) in lanes.varying:
         return f"TW_VARYING({name}, {t._cpp_});"
@@ -202,5 +204,31 @@ def _writes_elements(s) -> bool:
                and x.op.builtin.side_effect for x in ir.walk([s]))
 
 
+def _shared_load(s, storage) -> bool:
+    return isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and s.op.builtin.name == "tile_load" \
+        and s.dst is not None and id(s.dst) in storage.shared and id(s.dst) not in storage.views
+
+
+def _touches_no_tile(s) -> bool:
+    """Scalar arithmetic: no tile, no side effect, no call of a user function, no control flow."""
+    return isinstance(s, ir.Assign) and not (s.dst is not None and T.is_tile(s.dst.type)) and (
+        isinstance(s.op, ir.Copy) or (isinstance(s.op, ir.Call) and not s.op.builtin.side_effect
+                                      and not any(T.is_tile(a.type) for a in s.op.args)))
+
+
+def loads_in_flight(stmts, storage) -> set:
+    """ids of the tile_loads into shared tiles that need not wait for their copies: the next statement
+    that touches a tile is another such load, which waits for both (the operands of a GEMM step load
+    together: one memory latency instead of two)."""
+    out = set()
+    for k, s in enumerate(stmts):
+        if not _shared_load(s, storage):
+            continue
+        nxt = next((x for x in stmts[k + 1:] if not _touches_no_tile(x)), None)
+        if nxt is not None and _shared_load(nxt, storage):
+            out.add(id(s))
+    return out
+
+
 def block_analysis(fn: ir.Function, shape: BlockShape):
-    return analyse(fn, shape.uniform_tids), plan(fn)
+    return analyse(fn, shape.uniform_tids), plan(fn, threads=shape.threads)

@@ -11,7 +11,8 @@ from ..builtins.array import LOCATED, emit_located
 from ..ir import nodes as ir
 from . import names
 from ..block.combine import combined_atomics
-from .block import LaneGrouping, block_analysis, block_args, declare, deferred_struct, into_expression, prologue
+from .block import (LaneGrouping, block_analysis, block_args, declare, deferred_struct, into_expression, loads_in_flight,
+                    prologue)
 from .block import constants as block_constants
 from .block import entry as block_entry
 
@@ -120,6 +121,7 @@ class _Printer(LaneGrouping):
         self.last_text = None
         self.block_shape, self.in_lanes = block, False
         self.combined, self.deferred = {}, "tw::no_deferred"
+        self.no_wait = set()  # ids of tile_loads whose copies the next load waits for
         if block is not None:
             self.lanes, self.storage = block_analysis(fn, block)
             if sites is None:  # debug builds keep every atomic where it is
@@ -180,6 +182,7 @@ class _Printer(LaneGrouping):
 
     def statements(self, stmts):
         if self.block_shape is not None:
+            self.no_wait |= loads_in_flight(stmts, self.storage)
             self.grouped(stmts, self.one)
             return
         for s in stmts:
@@ -207,6 +210,8 @@ class _Printer(LaneGrouping):
         if self.block_shape is not None and s.dst is not None and T.is_tile(s.dst.type):
             if isinstance(s.op, ir.Copy):
                 self.line(f"tw::tile_copy({names.value(s.dst)}, {ref(s.op.src)});")
+            elif id(s) in self.no_wait:
+                self.line(into_expression(s, self.lanes, ref).replace("tw::tile_load(", "tw::tile_load<false>(", 1))
             else:
                 self.line(into_expression(s, self.lanes, ref))
             return
