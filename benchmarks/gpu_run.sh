@@ -12,6 +12,7 @@
 #   ncu       Nsight Compute of the hand-written and tilewarp's sum of squares and row sum
 #   matmul    tile GEMM at 4096^3 against torch (and warp-lang after `warp`)
 #   mmprobe   Nsight Compute and SASS instruction counts of the float16 tile GEMM
+#   diag      gradcheck summary of the atomics-with-contention kernel on cpu and cuda:0
 #   tiles     tests/tiles on cuda:0
 #   install   build the wheel, install it (non-editable) into an empty folder, then, in the first
 #             processes after that: import time, cold compile + first launch, launch overhead
@@ -26,7 +27,7 @@ OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 python build_lib.py 2>&1 | tail -1
 WITH_WARP=""
-[ -d /tmp/warp-site/warp ] && WITH_WARP=1
+[ -d /tmp/warp-site/warp ] && WITH_WARP=1 && export PYTHONPATH="$PYTHONPATH:/tmp/warp-site"  # joined by an earlier call
 for STEP in "$@"; do
   echo "== $STEP ($(date +%T))"
   case "$STEP" in
@@ -73,6 +74,19 @@ for STEP in "$@"; do
     grep -E "Duration|Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Stall|Warp Cycles|Executed Ipc|Pipe|Shared Memory|Bank" "$OUT/ncu_gemm.txt" | head -50
     for f in $(find /tmp/mm-cache -name "*.cubin"); do cuobjdump --dump-sass "$f" > "$OUT/sass_gemm.txt"; done
     grep -o "HMMA[.A-Z0-9]*\|LDSM[.A-Z0-9]*\|LDGSTS[.A-Z0-9]*\|BAR[.A-Z]*\|LDS[.A-Z0-9]*\|STS[.A-Z0-9]*\|LDG[.A-Z0-9]*" "$OUT/sass_gemm.txt" | sort | uniq -c ;;
+  diag)  # the one test that failed on cuda:0 at the session's start, with gradcheck's summary
+    (cd tests/autodiff && timeout 120 python - <<'PYEOF' 2>&1 | tail -40 | tee "$OUT/diag_atomics.txt"
+import sys; sys.path.insert(0, ".."); sys.path.insert(0, ".")
+import numpy as np, tilewarp as tw
+import test_grad_kernels as t
+rng = np.random.default_rng(0)
+for device in ("cpu", "cuda:0"):
+    ins = t._arrays(tw, t._atomic_inputs(rng), device)
+    ok = tw.autograd.gradcheck(t.TWM.atomics, dim=24, inputs=ins, outputs=t._zeros(tw, t._ATOMIC_OUT, device),
+                               device=device, raise_exception=False, show_summary=True, **t.TOL)
+    print(device, "gradcheck", ok)
+PYEOF
+    ) ;;
   tiles)
     TILEWARP_TEST_DEVICES=cuda:0 timeout 300 python -m pytest -q -p no:cacheprovider --tb=short tests/tiles \
       > "$OUT/tiles_tests.txt" 2>&1

@@ -9,8 +9,9 @@ from .builtins import REGISTRY as _REGISTRY  # noqa: E402
 from .errors import (  # noqa: E402,F401
     CompileError, CudaError, DeviceError, KernelError, KernelSyntaxError, KernelTypeError, KernelValueError,
     LaunchError, AutodiffError, ModuleLoadError, TapeError, TileWarpError)
-from .errors import KernelRuntimeError  # noqa: E402,F401
-from .module_options import Module, get_module, get_module_options, set_module_options  # noqa: E402,F401
+from .errors import KernelRuntimeError, WarpCodegenError, WarpCodegenTypeError, WarpCodegenValueError  # noqa: E402,F401
+from .module_options import (Module, force_load, get_module, get_module_options, load_module,  # noqa: E402,F401
+                             set_module_options)
 from .runtime.indexedarray import (  # noqa: E402,F401
     indexedarray, indexedarray1d, indexedarray2d, indexedarray3d, indexedarray4d)
 from .generics import overload  # noqa: E402,F401
@@ -50,14 +51,18 @@ from .types import COMPOSITE_ALIASES as _COMPOSITE_ALIASES, quaternion, transfor
 import math as _math  # noqa: E402
 
 e, pi, tau, inf, nan = _math.e, _math.pi, _math.tau, _math.inf, _math.nan
-log2e, log10e, ln2, ln10, phi = 1 / _math.log(2), 1 / _math.log(10), _math.log(2), _math.log(10), (1 + 5 ** 0.5) / 2
+log2e, log10e, ln2, ln10, phi = 1 / _math.log(2), _math.log10(_math.e), _math.log(2), _math.log(10), (1 + 5 ** 0.5) / 2
+half_pi = _math.pi / 2
+# Warp spells each constant in capitals too
+E, PI, HALF_PI, TAU, INF, NAN = e, pi, half_pi, tau, inf, nan
+LOG2E, LOG10E, LN2, LN10, PHI = log2e, log10e, ln2, ln10, phi
 
 globals().update(_COMPOSITE_ALIASES)  # vec3ub, mat44h, quat, quatd, transform, spatial_vector, ...
 
 # kernel-side builtins users call as wp.<name> (operators are reached through Python syntax)
 _HIDDEN = {"add", "sub", "mul", "matmul", "div", "mod", "floordiv", "neg", "pos", "eq", "ne", "lt", "le", "gt",
            "ge", "bool_not", "construct", "extract", "with_component", "extract_row", "with_row", "load", "view",
-           "store", "shape", "cast", "invert", "make_tuple", "tuple_get",
+           "store", "store_component", "shape", "cast", "invert", "make_tuple", "tuple_get",
            "struct_new", "struct_get", "struct_set"}
 globals().update({name: b for name, b in _REGISTRY.items() if name not in _HIDDEN})
 # operators also exist as functions in Warp (wp.add, wp.mul, ...)

@@ -10,8 +10,10 @@ class KernelError(TileWarpError, RuntimeError):
     """An error located in the user's kernel/function source (a RuntimeError, and its type errors a
     TypeError, as Warp's code generation errors are, so scripts' ``except`` clauses still match).
 
-    The message reads ``file.py:LINE:COL: message`` followed by the offending source line and a
-    caret under the column, so the user sees where, not which compiler stage.
+    The message reads ``file.py:LINE:COL:``, the offending source line with a caret under the
+    column, then the message on its own last line (as a Python traceback ends), so the user sees
+    where, not which compiler stage, and ``assertRaisesRegex(..., "text$")`` patterns written
+    against Warp's errors still match the end.
     """
 
     def __init__(self, message: str, loc=None):
@@ -26,6 +28,12 @@ class KernelSyntaxError(KernelError):
 
 class KernelTypeError(KernelError, TypeError):
     """A type mismatch, an unknown name or a wrong builtin call inside kernel code."""
+
+
+class KernelNameError(KernelTypeError, KeyError):
+    """A name kernel code uses that nothing defines (also a KeyError, as Warp's undefined-symbol error)."""
+
+    __str__ = Exception.__str__  # KeyError's would quote the whole message
 
 
 class KernelValueError(KernelError, ValueError):
@@ -82,18 +90,18 @@ class CudaError(TileWarpError):
     """A CUDA driver call failed; the message names the call and the CUDA error."""
 
 
-class TapeError(TileWarpError):
-    """Misuse of the Tape, or gradients that cannot be trusted."""
+class TapeError(TileWarpError, RuntimeError):
+    """Misuse of the Tape, or gradients that cannot be trusted (a RuntimeError, as Warp raises)."""
 
 
 def format_located(message: str, loc) -> str:
     if loc is None:
         return message
-    head = f"{loc.file}:{loc.line}:{loc.col + 1}: {message}"
+    head = f"{loc.file}:{loc.line}:{loc.col + 1}:"
     if not loc.text:
-        return head
+        return f"{head} {message}"
     caret = " " * loc.col + "^"
-    return f"{head}\n    {loc.text}\n    {caret}"
+    return f"{head}\n    {loc.text}\n    {caret}\n{message}"
 
 
 def warn_user(message: str, category=RuntimeWarning) -> None:
@@ -113,3 +121,11 @@ def warn_user(message: str, category=RuntimeWarning) -> None:
     module = frame.f_globals.get("__name__", "<string>")
     registry = frame.f_globals.setdefault("__warningregistry__", {})
     warnings.warn_explicit(message, category, frame.f_code.co_filename, frame.f_lineno, module, registry)
+
+
+# Warp's names for code-generation errors (export them from the package as ``wp.WarpCodegenError``
+# etc.): every located kernel error is a RuntimeError, as Warp's are, and the typed ones keep their
+# Python base (TypeError, ValueError), so ``except wp.WarpCodegenError`` catches all of them.
+WarpCodegenError = KernelError
+WarpCodegenTypeError = KernelTypeError
+WarpCodegenValueError = KernelValueError

@@ -105,7 +105,7 @@ def infer(value):
         return T.float32
     if isinstance(value, T.Scalar):
         return type(value)
-    if isinstance(value, (T.VectorBase, T.MatrixBase)):
+    if isinstance(value, (T.VectorBase, T.MatrixBase)) or T.is_struct(type(value)):
         return type(value)
     if isinstance(value, np.generic):  # beyond Warp, which rejects numpy scalars here
         return T.scalar_type(value.dtype)
@@ -193,7 +193,20 @@ def overload(kernel, arg_types=None):
     if not inspect.isfunction(kernel):
         raise TypeError(f"wp.overload() takes a generic kernel, got {type(kernel).__name__}")
     stub = kernel
+    returns = inspect.signature(stub).return_annotation
+    if returns not in (inspect.Signature.empty, None, type(None), "None"):
+        raise TypeError(f"Return annotations are not allowed on @wp.overload stubs ({stub.__qualname__} returns "
+                        f"{returns!r}): kernels return nothing")
     target = sys._getframe(1).f_locals.get(stub.__name__, stub.__globals__.get(stub.__name__))
+    if not isinstance(target, Kernel):  # the stub's def rebound the name: the kernel of that function
+        from .kernel import declared_kernels
+
+        found = declared_kernels(stub)
+        if len(found) > 1:
+            raise RuntimeError(f"Ambiguous kernel lookup for the @wp.overload stub {stub.__qualname__}: "
+                               f"{len(found)} kernels ({', '.join(sorted(k.key for k in found))}) were declared "
+                               "from functions of that name; call wp.overload(kernel, arg_types) instead")
+        target = found[0] if found else None
     if not isinstance(target, Kernel):
         raise TypeError(f"wp.overload: there is no kernel named '{stub.__name__}' to overload")
     src = get_source(stub)

@@ -6,6 +6,7 @@ import functools
 import inspect
 import sys
 import threading
+import weakref
 
 from . import generics
 from . import types as T
@@ -13,6 +14,7 @@ from .emit import names
 from .errors import KernelError, KernelTypeError, LaunchError, TapeError
 from .frontend import Lowerer, get_source
 from .frontend.captures import collect as collect_captures
+from .frontend.static import resolve_at_declaration
 from .module_options import backward_setting, check_kernel_options, get_module, is_debug
 
 
@@ -52,7 +54,7 @@ class Function:
     def __init__(self, fn):
         functools.update_wrapper(self, fn)
         self.fn = fn
-        self._source = None
+        self._source = resolve_at_declaration(fn)  # None (read at first use) unless it has wp.static()s
         self._params = None
         self._specializations: dict = {}
         self._lock = threading.RLock()
@@ -161,7 +163,7 @@ class Kernel:
         self._ir_by_block: dict = {}  # block_dim -> IR, for kernels whose IR depends on it (tiles)
         self._compiled: dict = {}
         self._lock = threading.RLock()
-        self._source = None
+        self._source = resolve_at_declaration(fn)  # None (read at first use) unless it has wp.static()s
         self._templates = None  # parameter name -> annotated type or template
         self._generic = None  # unknown until the first launch; launch() reads it on every call
         self._param_types = None  # a specialisation's concrete types (None: the annotations)
@@ -171,6 +173,12 @@ class Kernel:
         self._generic_at = None  # positions of the generic parameters
         self._tw_fast: list = []  # native launchers, one per device (runtime/native_launch.py)
         self._tw_captures: tuple = ()  # plain values compiled in (frontend/captures.py), set by lowering
+        _DECLARED.setdefault((fn.__module__, fn.__qualname__), weakref.WeakSet()).add(self)
+
+    @property
+    def overloads(self) -> dict:
+        """The specialisations made so far (``wp.overload`` or launches), by argument types."""
+        return dict(self._overloads)
 
     @property
     def symbol(self) -> str:
@@ -283,6 +291,7 @@ class Kernel:
                 spec = self._overloads.get(types)
                 if spec is None:
                     spec = Kernel(self.fn, self.options["enable_backward"], self.module_name, self.key)
+                    _DECLARED[(self.fn.__module__, self.fn.__qualname__)].discard(spec)
                     spec.module_options = self.module_options
                     spec._source, spec._templates, spec._generic = self._source, self._templates, False
                     spec._param_types = dict(zip(self.templates(), types))
@@ -339,13 +348,25 @@ class Kernel:
         raise TypeError(f"kernel {self.key} must be started with wp.launch(), not called")
 
 
-def kernel(f=None, *, enable_backward=None, module=None, module_options=None, launch_bounds=None, grid_stride=None):
+def kernel(f=None, *, enable_backward=None, module=None, module_options=None, launch_bounds=None, grid_stride=None,
+           name=None):
     """Decorate a Python function as a kernel (``@wp.kernel`` or ``@wp.kernel(enable_backward=False)``).
-    ``launch_bounds`` and ``grid_stride`` (Warp's CUDA tuning hints) are accepted; tilewarp's CUDA
-    entries always stride over the grid, and tile kernels declare their block size as launch bounds."""
+    ``name`` is the kernel's key (default: the function's qualified name). ``launch_bounds`` and
+    ``grid_stride`` (Warp's CUDA tuning hints) are accepted; tilewarp's CUDA entries always stride
+    over the grid, and tile kernels declare their block size as launch bounds."""
     if f is None:
-        return lambda fn: Kernel(fn, enable_backward=enable_backward, module=module, module_options=module_options)
-    return Kernel(f, enable_backward=enable_backward, module=module, module_options=module_options)
+        return lambda fn: Kernel(fn, enable_backward=enable_backward, module=module, module_options=module_options,
+                                 key=name)
+    return Kernel(f, enable_backward=enable_backward, module=module, module_options=module_options, key=name)
+
+
+#: kernels by (module, qualified name) of their function, so a ``@wp.overload`` stub finds its kernel
+#: when the stub's own definition has rebound the name
+_DECLARED: dict = {}
+
+
+def declared_kernels(fn) -> list:
+    return list(_DECLARED.get((fn.__module__, fn.__qualname__), ()))
 
 
 def func(f=None, **kwargs):

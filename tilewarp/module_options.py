@@ -144,3 +144,63 @@ def get_module(name) -> Module:
     if mod is None:
         mod = _MODULES[name] = Module(name)
     return mod
+
+
+def _module_name(module) -> str:
+    if module is None:  # the caller's module, as Warp
+        import inspect
+
+        frame = inspect.currentframe().f_back.f_back
+        return frame.f_globals.get("__name__", "__main__")
+    if isinstance(module, Module):
+        return module.name
+    return module if isinstance(module, str) else module.__name__
+
+
+def _kernels_of(names: set | None) -> list:
+    from .kernel import _DECLARED
+
+    return [k for (mod, _), ks in list(_DECLARED.items()) if names is None or mod in names for k in list(ks)]
+
+
+def _build(kernels, device) -> int:
+    """Compile every non-generic kernel that uses no tiles (a tile kernel's code depends on the block
+    size of its launch, so it is built by its first launch) for ``device``; returns how many."""
+    from .runtime.device import get_device, get_devices
+    from .runtime.tiled import uses_tiles
+
+    if device is None:  # every device, as Warp
+        devices = list(get_devices())
+    else:
+        devices = [get_device(d) for d in (device if isinstance(device, (list, tuple)) else [device])]
+    built = 0
+    for k in kernels:
+        if k.is_generic or uses_tiles(k):
+            continue
+        for d in devices:
+            k.compiled(d)
+            built += 1
+    return built
+
+
+def load_module(module=None, device=None, recursive: bool = False) -> int:
+    """Warp's ``wp.load_module``: compile the kernels of ``module`` (a Python module, its name, or a
+    ``Module``; default the caller's) for ``device`` (one, a list, or None: every device) now,
+    instead of at their first launch.
+    ``recursive`` includes its submodules. Returns how many kernels were built."""
+    name = _module_name(module)
+    names = {n for (n, _) in _kernels_index() if n == name or (recursive and n.startswith(name + "."))}
+    return _build(_kernels_of(names), device)
+
+
+def force_load(device=None, modules=None) -> int:
+    """Warp's ``wp.force_load``: compile the kernels of ``modules`` (default: every module that
+    declared kernels) for ``device``."""
+    names = None if modules is None else {_module_name(m) for m in modules}
+    return _build(_kernels_of(names), device)
+
+
+def _kernels_index():
+    from .kernel import _DECLARED
+
+    return list(_DECLARED)

@@ -36,6 +36,8 @@ class Tape:
         self.launches: list = []
         self.gradients: dict = {}
         self.loss = None
+        #: scope markers for visualize(): (launch index, name, metadata) opens one, (index, None, None) closes it
+        self.scopes: list = []
 
     def __enter__(self):
         if tape_state.active is not None:
@@ -59,6 +61,42 @@ class Tape:
         if not callable(backward):
             raise TapeError(f"record_func() needs a callable backward, got {type(backward).__name__}")
         self.launches.append(_HostStep(backward, list(arrays)))
+
+    def record_scope_begin(self, scope_name, metadata=None):
+        """Open a named group of the launches recorded from now on (only visualize() uses scopes)."""
+        self.scopes.append((len(self.launches), scope_name, {} if metadata is None else metadata))
+
+    def record_scope_end(self, remove_scope_if_empty=True):
+        """Close the innermost open scope; one that holds no launch is dropped unless
+        ``remove_scope_if_empty`` is False."""
+        depth = sum(-1 if name is None else 1 for _, name, _ in self.scopes)
+        if depth <= 0:
+            raise TapeError("ended tape scope, but scope not present (record_scope_end() without a matching "
+                            "record_scope_begin())")
+        last_index, last_name, _ = self.scopes[-1]
+        if remove_scope_if_empty and last_name is not None and last_index == len(self.launches):
+            self.scopes.pop()
+        else:
+            self.scopes.append((len(self.launches), None, None))
+
+    def visualize(self, filename=None, simplify_graph=True, hide_readonly_arrays=False, array_labels=None,
+                  choose_longest_node_name=True, ignore_graph_scopes=False, track_inputs=None, track_outputs=None,
+                  track_input_names=None, track_output_names=None, graph_direction="LR"):
+        """The recorded computation as GraphViz DOT source (written to ``filename`` too when given):
+        launches, the arrays they read and write, scopes as clusters, and with ``simplify_graph``
+        runs of identical launches drawn once as "repeated Nx"."""
+        from .tape_graph import tape_to_dot
+
+        dot = tape_to_dot(self, simplify_graph=simplify_graph, hide_readonly_arrays=hide_readonly_arrays,
+                          array_labels=array_labels, choose_longest_node_name=choose_longest_node_name,
+                          ignore_graph_scopes=ignore_graph_scopes,
+                          track_inputs=track_inputs or [], track_outputs=track_outputs or [],
+                          track_input_names=track_input_names or [], track_output_names=track_output_names or [],
+                          graph_direction=graph_direction)
+        if filename is not None:
+            with open(filename, "w", encoding="utf-8") as f:
+                f.write(dot)
+        return dot
 
     # ---- the backward pass -------------------------------------------------------------------
 
@@ -138,7 +176,9 @@ class Tape:
             self.gradients[value] = value.grad  # tape.gradients[a] after backward, as Warp's
             return value.grad
         if T.is_struct(type(value)):
-            return value._tw_adjoint()
+            adjoint = value._tw_adjoint()
+            self.gradients[value] = adjoint  # tape.gradients[s].x is the gradient of s.x, as in Warp
+            return adjoint
         return None
 
     # ---- housekeeping ------------------------------------------------------------------------
@@ -146,7 +186,12 @@ class Tape:
     def _arrays(self):
         seen = {}
         for entry in self.launches:
-            values = entry.arrays if isinstance(entry, _HostStep) else [*entry.inputs, *entry.outputs]
+            if isinstance(entry, _HostStep):
+                values = entry.arrays
+            elif isinstance(entry, _Launch):
+                values = [*entry.inputs, *entry.outputs]
+            else:  # something a user appended to ``launches`` by hand
+                continue
             for v in values:  # arrays held in struct arguments too: zero() clears their gradients
                 for a in tape_state.arrays_in(v):
                     seen[id(a)] = a
@@ -158,11 +203,13 @@ class Tape:
             if a.grad is not None:
                 a.grad.zero_()
         for g in self.gradients.values():
-            g.zero_()
+            for a in tape_state.arrays_in(g):  # a gradient array, or the arrays of a struct's adjoint
+                a.zero_()
 
     def reset(self):
-        """Forget the recorded launches and zero their gradients."""
+        """Forget the recorded launches and scopes and zero the gradients (``gradients`` keeps its
+        entries, zeroed, as in Warp)."""
         self.zero()
         self.launches = []
-        self.gradients = {}
+        self.scopes = []
         self.loss = None

@@ -8,18 +8,22 @@ from __future__ import annotations
 
 import builtins
 import ctypes
+import operator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from .host_arith import CompositeArithmetic, IntegerIndex, ScalarArithmetic
 
 
 # ----------------------------------------------------------------------------------------------
 # scalars
 
 
-class Scalar:
-    """Base of the scalar type classes. An instance is a host-side boxed value."""
+class Scalar(ScalarArithmetic):
+    """Base of the scalar type classes. An instance is a host-side boxed value; its operators follow
+    the kernel semantics (host_arith.py)."""
 
     _type_: type  # ctypes type
     _np_: np.dtype
@@ -28,11 +32,16 @@ class Scalar:
     _size_: int
 
     def __init__(self, x=0):
-        self.value = self._np_.type(x).item() if self._kind_ != "float" or self._size_ != 2 else float(
-            np.float16(x))
+        self.value = _convert(type(self), x)
 
     def __repr__(self):
         return f"{type(self).__name__}({self.value!r})"
+
+    def __str__(self):
+        return str(self.value)
+
+    def __format__(self, spec):
+        return format(self.value, spec)
 
     def __float__(self):
         return float(self.value)
@@ -43,15 +52,27 @@ class Scalar:
     def __bool__(self):
         return bool(self.value)
 
-    def __eq__(self, other):
-        return self.value == (other.value if isinstance(other, Scalar) else other)
 
-    def __hash__(self):
-        return hash(self.value)
+def _convert(t, x):
+    """``x`` as a Python value of scalar type ``t``: integers wrap at the type's width (as a C cast,
+    and as Warp), floats round to the type."""
+    if isinstance(x, Scalar):
+        x = x.value
+    if t._kind_ == "bool":
+        return bool(x)
+    if t._kind_ == "float":
+        with np.errstate(over="ignore"):  # a float16 overflow is inf, as the cast in C++
+            return float(t._np_.type(x))
+    if not isinstance(x, int):
+        x = int(np.asarray(x).item()) if isinstance(x, np.generic) else int(x)
+    bits = 8 * t._size_
+    x &= (1 << bits) - 1
+    return x - (1 << bits) if t._kind_ == "int" and x >> (bits - 1) else x
 
 
 def _scalar(name: str, ctype, npdtype: str, cpp: str, kind: str) -> type:
-    cls = type(name, (Scalar,), {})
+    bases = (IntegerIndex, Scalar) if kind in ("int", "uint") else (Scalar,)
+    cls = type(name, bases, {})
     cls._type_, cls._np_, cls._cpp_, cls._kind_ = ctype, np.dtype(npdtype), cpp, kind
     cls._size_ = np.dtype(npdtype).itemsize
     return cls
@@ -106,7 +127,7 @@ def _is_generic_scalar(t) -> bool:
 # vectors and matrices (ctypes arrays, so a host value packs straight into a kernel argument)
 
 
-class _Composite(ctypes.Array):
+class _Composite(CompositeArithmetic, ctypes.Array):
     _length_ = 0
     _type_ = ctypes.c_float
 
@@ -120,114 +141,142 @@ class _Composite(ctypes.Array):
             raise TypeError(f"{type(self).__name__} takes 0, 1 or {n} values, got {len(args)}")
         super().__init__()
         for i, a in enumerate(args):
-            self[i] = a
+            self._set_flat(i, a)
 
-    def __setitem__(self, i, value):
+    # storage: flat, row-major; float16 components are kept as their bits (ctypes has no half)
+
+    def _set_flat(self, i, value):
+        if isinstance(value, Scalar):
+            value = value.value
         if self._wp_scalar_type_ is float16:
-            value = int(np.float16(value).view(np.uint16))
+            with np.errstate(over="ignore"):
+                value = int(np.float16(value).view(np.uint16))
         elif self._wp_scalar_type_._kind_ == "float":
             value = float(value)
         else:
             value = int(value)
-        super().__setitem__(i, value)
+        ctypes.Array.__setitem__(self, i, value)
 
     def _values(self):
-        raw = [super(_Composite, self).__getitem__(i) for i in range(self._length_)]
+        raw = [ctypes.Array.__getitem__(self, i) for i in range(self._length_)]
         if self._wp_scalar_type_ is float16:
             raw = [float(np.uint16(r).view(np.float16)) for r in raw]
         return raw
+
+    def _assign(self, values):
+        for i, v in enumerate(np.asarray(values).reshape(-1).tolist()):
+            self._set_flat(i, v)
 
     def numpy(self):
         return np.array(self._values(), dtype=self._wp_scalar_type_._np_).reshape(self._wp_shape_)
 
     def __eq__(self, other):
-        return np.array_equal(self.numpy(), np.asarray(other))
+        try:
+            theirs = other.numpy() if isinstance(other, _Composite) else np.asarray(other)
+        except (TypeError, ValueError):
+            return NotImplemented
+        return theirs.shape == self._wp_shape_ and bool(np.array_equal(self.numpy(), theirs))
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
 
     __hash__ = None
 
     def __len__(self):
         return self._wp_shape_[0]
 
+    def __repr__(self):
+        return f"{type(self).__name__}({self})"
+
 
 class VectorBase(_Composite):
-    def __getitem__(self, i):
-        return self._values()[i]
+    _tw_swizzle_ = True  # components are also .x .y .z .w (not on transforms)
 
-    def __repr__(self):
+    def _index(self, i):
+        n = self._length_
+        try:
+            k = operator.index(i)
+        except TypeError:
+            raise TypeError(f"{type(self).__name__} indices must be integers or slices, not "
+                            f"{type(i).__name__}") from None
+        if not -n <= k < n:
+            raise IndexError(f"{type(self).__name__} index {k} out of range (length {n})")
+        return k % n
+
+    def __getitem__(self, i):
+        values = self._values()
+        if isinstance(i, slice):  # a slice is a vector of its own length, as in Warp
+            part = values[i]
+            return vector(len(part), self._wp_scalar_type_)(*part)
+        return values[self._index(i)]
+
+    def __setitem__(self, i, value):
+        if isinstance(i, slice):
+            idx = range(*i.indices(self._length_))
+            items = list(value.numpy().reshape(-1)) if isinstance(value, _Composite) else list(value)
+            if len(items) != len(idx):
+                raise ValueError(f"cannot assign {len(items)} values to a slice of {len(idx)} components of "
+                                 f"{type(self).__name__}")
+            for k, v in zip(idx, items):
+                self._set_flat(k, v)
+            return
+        self._set_flat(self._index(i), value)
+
+    def __str__(self):
         return f"[{', '.join(repr(v) for v in self._values())}]"
 
     def __getattr__(self, name):
         idx = "xyzw".find(name)
-        if len(name) == 1 and 0 <= idx < self._length_:
+        if len(name) == 1 and 0 <= idx < self._length_ and self._tw_swizzle_:
             return self[idx]
-        raise AttributeError(name)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
-    def _binary(self, other, op):
-        return type(self)(*op(self.numpy(), np.asarray(other, dtype=self._wp_scalar_type_._np_)))
-
-    def __add__(self, o):
-        return self._binary(o, np.add)
-
-    def __sub__(self, o):
-        return self._binary(o, np.subtract)
-
-    def __mul__(self, o):
-        return self._binary(o, np.multiply)
-
-    __rmul__ = __mul__
-
-    def __truediv__(self, o):
-        return self._binary(o, np.divide)
-
-    def __neg__(self):
-        return type(self)(*(-self.numpy()))
+    def __setattr__(self, name, value):
+        idx = "xyzw".find(name)
+        if len(name) == 1 and 0 <= idx < self._length_ and self._tw_swizzle_:
+            self[idx] = value
+        else:
+            super().__setattr__(name, value)
 
 
 class MatrixBase(_Composite):
     def __getitem__(self, key):
         m = self.numpy()
-        if isinstance(key, tuple):
+        if isinstance(key, tuple) and len(key) == 2 and all(isinstance(k, (int, np.integer)) for k in key):
             return m[key].item()
-        return vector(self._wp_shape_[1], self._wp_scalar_type_)(*m[key])
+        part = m[key]
+        if part.ndim == 0:
+            return part.item()
+        return self._result(part)
 
-    def __repr__(self):
-        return repr(self.numpy().tolist())
+    def __setitem__(self, key, value):
+        m = self.numpy()
+        m[key] = value.numpy() if isinstance(value, _Composite) else (value.value if isinstance(value, Scalar)
+                                                                       else np.asarray(value))
+        self._assign(m)
 
-    def _like(self, values):
-        """A composite of this scalar type shaped as ``values`` (a vector, or a matrix of that shape)."""
-        values = np.asarray(values)
-        t = vector(values.shape[0], self._wp_scalar_type_) if values.ndim == 1 else \
-            matrix(values.shape, self._wp_scalar_type_)
-        return t(*values.reshape(-1))
+    def __len__(self):
+        return self._wp_shape_[0]
 
-    def _operand(self, o):
-        return o.numpy() if isinstance(o, _Composite) else np.asarray(o, dtype=self._wp_scalar_type_._np_)
-
-    def _elementwise(self, other, op):
-        return self._like(op(self.numpy(), self._operand(other)))
-
-    def __add__(self, o):
-        return self._elementwise(o, np.add)
-
-    def __sub__(self, o):
-        return self._elementwise(o, np.subtract)
-
-    def __truediv__(self, o):
-        return self._elementwise(o, np.divide)
-
-    def __neg__(self):
-        return self._like(-self.numpy())
+    def __str__(self):
+        rows = [f"[{', '.join(repr(v) for v in row)}]" for row in self.numpy().tolist()]
+        return "[" + ",\n ".join(rows) + "]"
 
     def __matmul__(self, o):  # matrix times matrix or vector, as in kernels
-        return self._like(self.numpy() @ self._operand(o))
+        theirs = o.numpy() if isinstance(o, _Composite) else np.asarray(o, dtype=self._wp_scalar_type_._np_)
+        with np.errstate(all="ignore"):
+            return self._result(self.numpy() @ theirs)
+
+    def __rmatmul__(self, o):  # vector times matrix (a row vector)
+        theirs = o.numpy() if isinstance(o, _Composite) else np.asarray(o, dtype=self._wp_scalar_type_._np_)
+        with np.errstate(all="ignore"):
+            return self._result(theirs @ self.numpy())
 
     def __mul__(self, o):  # a matrix or vector operand multiplies as a product, a scalar per element
         if isinstance(o, _Composite):
             return self @ o
-        return self._elementwise(o, np.multiply)
-
-    def __rmul__(self, o):
-        return self._elementwise(o, np.multiply)
+        return self._arith(o, "mul")
 
 
 def _hamilton(a, b):
@@ -261,8 +310,7 @@ class TransformBase(VectorBase):
             args = (*(p if p is not None else (0, 0, 0)), *(q if q is not None else (0, 0, 0, 1)))
         super().__init__(*args)
 
-    def __getattr__(self, name):
-        raise AttributeError(name)
+    _tw_swizzle_ = False  # a transform's parts are .p and .q, not .x .y .z .w
 
     @property
     def p(self):
@@ -306,7 +354,8 @@ def vector(length: int, dtype=float32) -> type:
         name = f"vec{length}{_suffix(dtype)}"
         _composite_cache[key] = type(name, (VectorBase,), {
             "_length_": length, "_type_": dtype._type_, "_wp_scalar_type_": dtype,
-            "_wp_shape_": (length,), "_cpp_": f"tw::vec_t<{length}, {dtype._cpp_}>"})
+            "_wp_shape_": (length,), "_shape_": (length,), "_wp_type_params_": (length, dtype),
+            "_wp_generic_type_str_": "vec_t", "_cpp_": f"tw::vec_t<{length}, {dtype._cpp_}>"})
     return _composite_cache[key]
 
 
@@ -323,7 +372,8 @@ def matrix(shape, dtype=float32) -> type:
         name = f"mat{rows}{cols}{_suffix(dtype)}"
         _composite_cache[key] = type(name, (MatrixBase,), {
             "_length_": rows * cols, "_type_": dtype._type_, "_wp_scalar_type_": dtype,
-            "_wp_shape_": (rows, cols), "_cpp_": f"tw::mat_t<{rows}, {cols}, {dtype._cpp_}>"})
+            "_wp_shape_": (rows, cols), "_shape_": (rows, cols), "_wp_type_params_": (rows, cols, dtype),
+            "_wp_generic_type_str_": "mat_t", "_cpp_": f"tw::mat_t<{rows}, {cols}, {dtype._cpp_}>"})
     return _composite_cache[key]
 
 
@@ -335,6 +385,7 @@ def _float_composite(kind: str, base: type, length: int, dtype, cpp: str) -> typ
     if key not in _composite_cache:
         _composite_cache[key] = type(f"{kind}{_suffix(dtype)}", (base,), {
             "_length_": length, "_type_": dtype._type_, "_wp_scalar_type_": dtype, "_wp_shape_": (length,),
+            "_shape_": (length,), "_wp_type_params_": (dtype,), "_wp_generic_type_str_": cpp,
             "_cpp_": f"tw::{cpp}<{dtype._cpp_}>"})
     return _composite_cache[key]
 

@@ -29,7 +29,7 @@ sys.path.insert(0, str(REPO))
 import tilewarp as wp  # noqa: E402
 from tilewarp import types as T  # noqa: E402
 from tilewarp.builtins import REGISTRY, Builtin, BuiltinTypeError  # noqa: E402
-from tilewarp.frontend.composites import _BUILTIN_PARAMS  # noqa: E402
+from tilewarp.builtins.params import PARAMS  # noqa: E402
 from tilewarp.frontend.tiles import _REQUIRED, SIGNATURES  # noqa: E402
 
 HEADER = """\
@@ -421,7 +421,8 @@ def probed_signatures(name: str, b: Builtin, names: dict, fam: Families) -> list
     texts = []
     for params, result in sigs:
         annotations = [_annotation(p, fam) for p in params]
-        keywords = _BUILTIN_PARAMS.get(name)
+        form = next((f for f in PARAMS.get(name, ()) if len(f) >= len(params)), None)
+        keywords = form[:len(params)] if form else None  # a shorter overload leaves trailing defaults out
         parts = [f"{n}: {a}" for n, a in zip(keywords or _param_names(annotations), annotations)]
         if parts and not keywords:
             parts.append("/")  # the frontend takes no keywords for these

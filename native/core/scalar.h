@@ -409,6 +409,10 @@ TW_FUNC double radians(double a) { return a * 0.017453292519943295; }
 TW_FLOAT_TEMPLATE TW_FUNC T step(T x) {
     return x < detail::zero<T>() ? detail::one<T>() : detail::zero<T>();
 }
+template <TW_IF_INT(T)> TW_FUNC T step(T x) {  // integers too, as Warp (0 for every unsigned value)
+    if constexpr (detail::int_info<T>::is_signed) return x < 0 ? (T)1 : (T)0;
+    else return (T)0;
+}
 TW_FLOAT_TEMPLATE TW_FUNC T lerp(T a, T b, T t) { return a * (detail::one<T>() - t) + b * t; }
 TW_FLOAT_TEMPLATE TW_FUNC T smoothstep(T e0, T e1, T x) {
     T t = clamp((x - e0) / (e1 - e0), detail::zero<T>(), detail::one<T>());

@@ -235,6 +235,7 @@ TW_FUNC void adj_pos(const vec_t<N, T>&, vec_t<N, T>& adj_a, const vec_t<N, T>& 
     }
 TW_VEC_ADJ_MAP2(min)
 TW_VEC_ADJ_MAP2(max)
+TW_VEC_ADJ_MAP2(mod)
 #undef TW_VEC_ADJ_MAP2
 template <int N, typename T>
 TW_FUNC void adj_clamp(const vec_t<N, T>& x, const vec_t<N, T>& lo, const vec_t<N, T>& hi, vec_t<N, T>& adj_x,

@@ -205,6 +205,34 @@ template <typename A> TW_FUNC void store(const A& a, int64_t i0, int64_t i1, int
 }
 #undef TW_V
 
+// arr[i..][c] = v / arr[i..][r, c] = v: one scalar component of an element, written in place (no
+// read of the element and store of all of it, whose adjoint would hand the untouched components'
+// gradients back to the element once per such write). The first ND indices pick the element.
+namespace detail {
+// the component's address in element `p` (scalars of type S, Cols per matrix row), from the
+// indices after the first ND: one (a vector's or quaternion's) or two (a matrix's row, column)
+template <int ND, int Cols, typename S, typename T> TW_FUNC S* component_at(T* p, const int64_t* at, int n) {
+    const int64_t k = n - ND == 1 ? at[ND] : at[ND] * Cols + at[ND + 1];
+    return p ? reinterpret_cast<S*>(p) + k : nullptr;
+}
+template <int ND, typename A, int N> TW_FUNC typename A::value_type* element_of(src_loc loc, const A& a, const int64_t (&at)[N]) {
+    int64_t idx[ND];
+    for (int d = 0; d < ND; ++d) idx[d] = at[d];
+    if (null_access(a, loc) || !resolve(a, idx, loc)) return nullptr;
+    return offset(data_of(a).data, data_of(a), idx);
+}
+}  // namespace detail
+template <int ND, int Cols, typename A, typename V, typename... I>
+TW_FUNC void store_component(src_loc loc, const A& a, const V& v, I... i) {
+    const int64_t at[] = {(int64_t)i...};
+    V* p = detail::component_at<ND, Cols, V>(detail::element_of<ND>(loc, a, at), at, (int)sizeof...(I));
+    if (p) *p = v;
+}
+template <int ND, int Cols, typename A, typename V, typename... I>
+TW_FUNC void store_component(const A& a, const V& v, I... i) {
+    store_component<ND, Cols>(src_loc{-1, -1}, a, v, i...);
+}
+
 // arr[i] on a D > 1 array: the sub-array at i along the first dimension. `dim` is that
 // dimension's number in the array the user indexed, for error messages.
 namespace detail {

@@ -34,6 +34,15 @@ template <typename A, typename V, typename... I> TW_FUNC void adj_load_own(const
 template <typename A, typename V, typename... I> TW_FUNC void adj_store(const A& adj, V& adj_value, I... i) {
     if (detail::has_data(adj)) adj_value = add(adj_value, load(adj, i...));
 }
+// the written component's gradient (the element's other components keep theirs)
+template <int ND, int Cols, typename A, typename V, typename... I>
+TW_FUNC void adj_store_component(const A& adj, V& adj_value, I... i) {
+    if (!detail::has_data(adj)) return;
+    const int64_t at[] = {(int64_t)i...};
+    const V* p = detail::component_at<ND, Cols, V>(detail::element_of<ND>(src_loc{-1, -1}, adj, at), at,
+                                                   (int)sizeof...(I));
+    if (p) adj_value = add(adj_value, *p);
+}
 template <typename A, typename V, typename... I>
 TW_FUNC void adj_atomic_sub(const A& adj, V& adj_value, I... i) {
     if (detail::has_data(adj)) adj_value = sub(adj_value, load(adj, i...));

@@ -42,6 +42,11 @@
     }                \
     }
 
+// CUDA blocks an SM should hold at once (__launch_bounds__' second argument, which caps registers);
+// a kernel's source may #undef and #define it before its entry
+#ifndef TW_MIN_BLOCKS
+#define TW_MIN_BLOCKS 1
+#endif
 #if TW_IS_CUDA
 #define TW_ONCE_BEGIN if (threadIdx.x == 0) {
 #define TW_ONCE_END }
@@ -50,7 +55,7 @@
 // P threads per block; the grid strides over blocks of BD lanes. DEFERRED holds what a thread
 // defers over the blocks it runs (combined atomics: tilewarp/block/combine.py), done at its end.
 #define TW_BLOCK_KERNEL_ENTRY(NAME, ARGS, BODY, DEFERRED, BD, P)                              \
-    extern "C" __global__ void __launch_bounds__(P) NAME(ARGS args) {                         \
+    extern "C" __global__ void __launch_bounds__(P, TW_MIN_BLOCKS) NAME(ARGS args) {          \
         DEFERRED deferred;                                                                    \
         for (int64_t block = blockIdx.x; block * (BD) < args.bounds.size; block += gridDim.x) \
             BODY(args, block, deferred);                                                      \

@@ -328,7 +328,7 @@ def k_len_two_args(a: wp.array(dtype=float)):
 @wp.kernel
 def k_identity_not_constant(a: wp.array(dtype=float)):
     i = wp.tid()
-    n = 3
+    n = i + 3  # a value known only when the kernel runs (n = 3 would be a constant, as in Warp)
     a[i] = wp.identity(n=n, dtype=float)[0, 0]  # <- error
 
 

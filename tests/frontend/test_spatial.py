@@ -428,8 +428,8 @@ def k_unpack_axis_angle_into_three():
 
 
 @pytest.mark.parametrize("kernel,fragments", [
-    (k_quat_three_values, ("quat()",)), (k_rotate_mixed_dtypes, ("quat_rotate", "quatd, vec3")),
-    (k_transform_mixed_dtypes, ("transform()",)), (k_transform_x, ("no attribute 'x'",)),
+    (k_quat_three_values, ("when constructing a quaternion",)), (k_rotate_mixed_dtypes, ("quat_rotate", "quatd, vec3")),
+    (k_transform_mixed_dtypes, ("used to initialize this transform",)), (k_transform_x, ("no attribute 'x'",)),
     (k_quat_p, ("no attribute 'p'",)), (k_assign_transform_x, ("attribute 'x'",)), (k_quat_keyword, ("'a'",)),
     (k_matrix_times_quat, ("'*'",)), (k_cw_mul_quats, ("cw_mul",)), (k_quat_from_mat22, ("mat44",)),
     (k_quat_from_vec4, ("vec4",)), (k_unpack_axis_angle_into_three, ("2 values into 3",)),

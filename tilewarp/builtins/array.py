@@ -40,8 +40,57 @@ def _store(args, template):
     return None
 
 
-#: scalar kinds each atomic takes: Warp's set widened to every numeric width (8/16-bit ints, float16)
-_ATOMIC_KINDS = {"and": ("int", "uint"), "or": ("int", "uint"), "xor": ("int", "uint")}
+def _store_component(args, template):
+    """``arr[i..][c] = v`` / ``arr[i..][r, c] = v``; template: (the array's ndim, the element's columns)."""
+    ndim, cols = template
+    arr, *idx, value = args
+    idx, comp = idx[:ndim], idx[ndim:]
+    _store([arr, *idx, arr.dtype], ())  # the element part: as a whole-element store
+    elem = arr.dtype
+    shape = getattr(elem, "_wp_shape_", ())  # vectors, quaternions, transforms: (n,); matrices: (rows, cols)
+    if not shape or len(comp) != len(shape) or cols != (shape[1] if len(shape) == 2 else 1):
+        fail(f"cannot assign {len(comp)} component index(es) of {T.type_name(elem)}")
+    if any(not T.is_int(c) for c in comp):
+        fail(f"component indices must be integers, got ({names(comp)})")
+    if value != T.scalar_of(elem):
+        fail(f"cannot assign {T.type_name(value)} to a component of {T.type_name(elem)}")
+    return None
+
+
+def _store_component_cpp(a, template):
+    ndim, cols = template
+    if a[0].startswith("TW_LOC("):  # debug builds (emit_located): the site first
+        loc, arr, *idx, value = a
+        return f"tw::store_component<{ndim}, {cols}>({loc}, {arr}, {value}, {', '.join(idx)})"
+    arr, *idx, value = a
+    return f"tw::store_component<{ndim}, {cols}>({arr}, {value}, {', '.join(idx)})"
+
+
+def _adj_store_component(a, adj, adj_ret, template):
+    ndim, cols = template
+    return f"tw::adj_store_component<{ndim}, {cols}>({adj[0]}, {adj[-1]}, {', '.join(a[1:-1])})"
+
+
+#: scalar types an explicit ``wp.atomic_x()`` call takes, as in Warp (the widths the hardware has
+#: atomics for); ``a[i] += x`` on other arrays still updates atomically (template ``("update",)``)
+_W32_64 = ("int32", "uint32", "int64", "uint64")
+_ATOMIC_SCALARS = {
+    "add": (*_W32_64, "float16", "float32", "float64"),
+    "sub": (*_W32_64, "float16", "float32", "float64"),
+    "min": (*_W32_64, "float32", "float64"),
+    "max": (*_W32_64, "float32", "float64"),
+    "cas": (*_W32_64, "float32", "float64"),
+    "exch": (*_W32_64, "float32", "float64"),
+    "and": _W32_64, "or": _W32_64, "xor": _W32_64,
+}
+_ATOMIC_LISTS = {  # Warp's wording of each set (bfloat16 is named although tilewarp lacks it)
+    "add": "[u]int32, [u]int64, float16, bfloat16, float32, or float64",
+    "min": "[u]int32, [u]int64, bfloat16, float32, or float64",
+    "cas": "[u]int32, [u]int64, float32, or float64",
+    "and": "[u]int32 or [u]int64",
+}
+for _a, _b in (("sub", "add"), ("max", "min"), ("exch", "cas"), ("or", "and"), ("xor", "and")):
+    _ATOMIC_LISTS[_a] = _ATOMIC_LISTS[_b]
 
 
 def _atomic(op):
@@ -57,7 +106,11 @@ def _atomic(op):
             fail(f"a {arr.ndim}-d array needs {arr.ndim} indices, got {len(idx)}")
         if any(v != arr.dtype for v in values):
             fail(f"value type ({names(values)}) must be the array's type {T.type_name(arr.dtype)}")
-        if T.scalar_of(arr.dtype)._kind_ not in _ATOMIC_KINDS.get(op, ("int", "uint", "float")):
+        scalar = T.scalar_of(arr.dtype)
+        if template != ("update",) and T.type_name(scalar) not in _ATOMIC_SCALARS[op]:
+            fail(f"operations only work on arrays with {_ATOMIC_LISTS[op]} as the underlying scalar types, but "
+                 f"got {T.type_name(arr.dtype)} (with scalar type {T.type_name(scalar)})", sentence=True)
+        if scalar._kind_ not in (("int", "uint") if op in ("and", "or", "xor") else ("int", "uint", "float")):
             fail(f"does not support arrays of {T.type_name(arr.dtype)}")
         return arr.dtype
 
@@ -97,7 +150,7 @@ def _view_cpp(args, template):
 
 #: Builtins that debug builds emit with a ``tw::src_loc{site, arg}`` first argument, so a failed
 #: check names the user's file:line and the array (see ``emit_located``).
-LOCATED = {"load", "store", "view", "_assert", "lower_bound", "div", "mod", "floordiv"}
+LOCATED = {"load", "store", "store_component", "view", "_assert", "lower_bound", "div", "mod", "floordiv"}
 
 
 def emit_located(b: Builtin, site: int, arg: int, args: list, template) -> str:
@@ -168,6 +221,8 @@ register(
     Builtin("view", _view, "tw::view", unify_literals=False, adjoint="tw::adj_view", emit=_view_cpp),
     Builtin("store", _store, "tw::store", side_effect=True, unify_literals=False, adjoint="tw::adj_store",
             adjoint_emit=_adj_write("adj_store")),
+    Builtin("store_component", _store_component, "tw::store_component", side_effect=True, unify_literals=False,
+            emit=_store_component_cpp, adjoint_emit=_adj_store_component),
     Builtin("shape", _shape, "tw::shape", unify_literals=False, differentiable=False),
     Builtin("tid", _tid, "tw::tid", kernel_context=True, differentiable=False,
             emit=_tid_cpp),

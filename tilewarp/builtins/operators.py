@@ -83,7 +83,8 @@ register(
     Builtin("mul", _mul, "tw::mul", adjoint="tw::adj_mul"),
     Builtin("matmul", _matmul, "tw::mul", adjoint="tw::adj_mul"),
     Builtin("div", _div, "tw::div", adjoint="tw::adj_div"),
-    Builtin("mod", arity(2)(_scalars), "tw::mod", adjoint="tw::adj_mod"),
+    # componentwise on two vectors of one type, as Warp (fmod for floats, C's % for integers)
+    Builtin("mod", arity(2)(numeric(vectors=True)), "tw::mod", adjoint="tw::adj_mod"),
     Builtin("floordiv", arity(2)(_scalars), "tw::floordiv", differentiable=False),
     Builtin("pow", arity(2)(numeric(kinds=("float",))), "tw::pow", adjoint="tw::adj_pow"),
     Builtin("neg", arity(1)(_or_spatial(_arith, transforms=False)), "tw::neg", adjoint="tw::adj_neg"),

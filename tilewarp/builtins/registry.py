@@ -14,7 +14,12 @@ from .. import types as T
 
 
 class BuiltinTypeError(Exception):
-    """Raised by a type rule; the frontend adds the user's file:line."""
+    """Raised by a type rule; the frontend adds the user's file:line and the builtin's name,
+    ``name(): message``, or ``name() message`` where the text continues the name (``sentence``)."""
+
+    def __init__(self, message: str, sentence: bool = False):
+        super().__init__(message)
+        self.separator = " " if sentence else ": "
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,8 +76,8 @@ def lookup(name: str) -> Builtin:
 # ---- type-rule helpers shared by the tables -----------------------------------------------------
 
 
-def fail(msg: str):
-    raise BuiltinTypeError(msg)
+def fail(msg: str, sentence: bool = False):
+    raise BuiltinTypeError(msg, sentence)
 
 
 def names(types) -> str:

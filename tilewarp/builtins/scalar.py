@@ -62,7 +62,7 @@ register(
     Builtin("atan2", _float2, "tw::atan2", adjoint="tw::adj_atan2", host=math.atan2),
     Builtin("lerp", _lerp, "tw::lerp", adjoint="tw::adj_lerp", host=lambda a, b, t: a * (1 - t) + b * t),
     Builtin("smoothstep", arity(3)(numeric(kinds=("float",))), "tw::smoothstep", adjoint="tw::adj_smoothstep"),
-    Builtin("step", _float1, "tw::step", differentiable=False),
+    Builtin("step", arity(1)(numeric()), "tw::step", differentiable=False),
     Builtin("isfinite", arity(1)(returns(T.bool_, numeric(kinds=("float",)))), "tw::isfinite",
             differentiable=False, host=math.isfinite),
     Builtin("isnan", arity(1)(returns(T.bool_, numeric(kinds=("float",)))), "tw::isnan",

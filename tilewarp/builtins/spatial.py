@@ -63,9 +63,9 @@ def _identity_cpp(name):
     return lambda a, t: f"tw::{name}<{(t[0] if t else T.float32)._cpp_}>()"
 
 
-def _entry(name, rule, differentiable=True):
+def _entry(name, rule, differentiable=True, outputs=0):
     return Builtin(name, rule, f"tw::{name}", adjoint=f"tw::adj_{name}" if differentiable else None,
-                   differentiable=differentiable, host=_HOST.get(name))
+                   differentiable=differentiable, host=_HOST.get(name), outputs=outputs)
 
 
 # ---- host evaluation (scene setup code calls these outside kernels, as Warp allows) -------------
@@ -148,7 +148,8 @@ register(
     Builtin("quat_identity", _identity(_quat), "tw::quat_identity", differentiable=False,
             unify_literals=False, emit=_identity_cpp("quat_identity"), host=_HOST["quat_identity"]),
     _entry("quat_from_axis_angle", _signature("v3", "s", result=_quat)),
-    _entry("quat_to_axis_angle", _signature("q", result=lambda s: T.TupleType((_vec3(s), s)))),
+    # also Warp's output-argument form: wp.quat_to_axis_angle(q, axis, angle)
+    _entry("quat_to_axis_angle", _signature("q", result=lambda s: T.TupleType((_vec3(s), s))), outputs=2),
     _entry("quat_rotate", _signature("q", "v3", result=_vec3)),
     _entry("quat_rotate_inv", _signature("q", "v3", result=_vec3)),
     _entry("quat_inverse", _signature("q", result=_quat)),

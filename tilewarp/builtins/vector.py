@@ -128,26 +128,58 @@ def _structured(t):
     return []
 
 
+def _noun(t) -> str:
+    """What Warp's constructor messages call ``t``."""
+    if T.is_quaternion(t):
+        return "quaternion"
+    if T.is_transformation(t):
+        return "transform"
+    return "matrix" if T.is_matrix(t) else "vector"
+
+
+def _size(t) -> str:
+    return f"shape {tuple(t._wp_shape_)}" if T.is_matrix(t) else f"length {t._length_}"
+
+
 def _construct(args, template):
-    """``vec3(...)``, ``mat33(...)``, ``quat(...)``, ``float64(x)``: the type is ``template[0]``."""
+    """``vec3(...)``, ``mat33(...)``, ``quat(...)``, ``float64(x)``: the type is ``template[0]``.
+    Messages use Warp's wording (scripts and Warp's tests match it)."""
     (t,) = template
     s = T.scalar_of(t)
     n = t._length_ if T.is_composite(t) else 1
     if T.is_scalar(t):
         if len(args) != 1 or not T.is_scalar(args[0]):
-            fail(f"{T.type_name(t)}() takes one scalar, got ({names(args)})")
-    elif len(args) == 1 and T.is_composite(args[0]) and args[0]._wp_shape_ == t._wp_shape_ and (
-            _kind(args[0]) == _kind(t)):
-        pass  # conversion between scalar types of the same shape
-    elif T.is_matrix(t) and any(T.is_vector(a) for a in args):
-        fail(f"{T.type_name(t)}(): passing vectors to a matrix constructor isn't supported (as in Warp 1.19), "
+            fail(f"takes one scalar, got ({names(args)})")
+        return t
+    noun = _noun(t)
+    if len(args) == 1 and T.is_composite(args[0]) and _kind(args[0]) == _kind(t):
+        src = args[0]
+        if src._wp_shape_ != t._wp_shape_:  # Warp's words: the target's size, then the source's
+            fail(f"incompatible {noun} of {_size(t)} given when copy constructing a {noun} of {_size(src)}")
+        if T.is_transformation(t) and T.scalar_of(src) is not s:
+            fail(f"copy constructing a transform requires matching source and target dtypes, got "
+                 f"`{T.type_name(T.scalar_of(src))}` and `{T.type_name(s)}`")
+        return t  # conversion between scalar types of the same shape
+    if T.is_matrix(t) and any(T.is_vector(a) for a in args):
+        fail("passing vectors to a matrix constructor isn't supported (as in Warp 1.19), "
              "use wp.matrix_from_rows() or wp.matrix_from_cols() instead")
-    elif any(T.is_composite(a) for a in args):
+    if any(T.is_composite(a) for a in args):
         if tuple(args) not in _structured(t):
-            forms = " or ".join(f"({names(f)})" for f in _structured(t)) or f"{n} {T.type_name(s)} values"
-            fail(f"{T.type_name(t)}() takes {forms}, got ({names(args)})")
-    elif len(args) not in (0, 1, n) or any(a != s for a in args):
-        fail(f"{T.type_name(t)}() takes 0, 1 or {n} {T.type_name(s)} values, got ({names(args)})")
+            if all(T.scalar_of(a) is s for a in args if T.is_composite(a) or T.is_scalar(a)):
+                forms = " or ".join(f"({names(f)})" for f in _structured(t)) or f"{n} {T.type_name(s)} values"
+                fail(f"takes {forms}, got ({names(args)})")
+            fail(f"all values used to initialize this {noun} are expected to be of the type `{T.type_name(s)}`")
+        return t
+    if len(args) == 1:
+        if args[0] != s:
+            fail(f"the value used to fill this {noun} is expected to be of the type `{T.type_name(s)}`")
+    elif len(args) not in (0, n):
+        if T.is_transformation(t) or T.is_quaternion(t):
+            fail(f"incompatible number of values given ({len(args)}) when constructing a {noun}; expected 0, 1, "
+                 f"or {n}")
+        fail(f"incompatible number of values given ({len(args)}) when constructing a {noun} of {_size(t)}")
+    elif any(a != s for a in args):
+        fail(f"all values used to initialize this {noun} are expected to be of the type `{T.type_name(s)}`")
     return t
 
 

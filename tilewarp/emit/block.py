@@ -40,9 +40,17 @@ class BlockShape:
 
 def constants(block: BlockShape) -> list:
     """The per-kernel constants of native/tile/block.h."""
-    return [f"constexpr int tw_block_dim = {block.block_dim};",
-            f"constexpr int tw_threads = TW_IS_CUDA ? {block.threads} : 1;",
-            "constexpr int tw_lanes = tw_block_dim / tw_threads;", ""]
+    import os
+
+    # CUDA blocks an SM should hold at once (__launch_bounds__' second argument: it caps registers);
+    # $TILEWARP_MIN_BLOCKS for measurements
+    min_blocks = max(1, min(int(os.environ.get("TILEWARP_MIN_BLOCKS", "1")), 2048 // max(block.threads, 1)))
+    out = [f"constexpr int tw_block_dim = {block.block_dim};",
+           f"constexpr int tw_threads = TW_IS_CUDA ? {block.threads} : 1;",
+           "constexpr int tw_lanes = tw_block_dim / tw_threads;", ""]
+    if min_blocks > 1:
+        out[-1:] = ["#undef TW_MIN_BLOCKS", f"#define TW_MIN_BLOCKS {min_blocks}", ""]
+    return out
 
 
 def entry(name: str, block: BlockShape, deferred: str = "tw::no_deferred") -> str:

@@ -7,6 +7,7 @@ import builtins as py
 from .. import types as T
 from ..builtins import Builtin
 from ..builtins.operators import BINARY
+from ..builtins.params import bind
 from ..builtins.random import ADVANCE, PARAMS
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir import nodes as ir
@@ -16,6 +17,11 @@ from .places import Element, place
 
 
 def lower_call(lw, node: ast.Call):
+    declared = lw.src.static_values.get(_position(node), _NONE)
+    if declared is not _NONE:  # a wp.static() evaluated when the function was declared (frontend/static.py)
+        from .static import checked
+
+        return checked(lw, declared, node)
     func = lw.visit(node.func)
     loc = lw.src.loc(node)
     if isinstance(func, ir.Value):
@@ -23,10 +29,9 @@ def lower_call(lw, node: ast.Call):
     if getattr(func, _STATIC_MARK, False):
         if len(node.args) != 1 or node.keywords:
             raise KernelSyntaxError("wp.static() takes exactly one expression", loc)
-        try:  # local tiles are visible as their (compile-time) shapes: wp.static(len(t)), t.shape
-            return lw.src.evaluate(node.args[0], _static_locals(lw))
-        except Exception as e:
-            raise KernelTypeError(f"wp.static() expression failed: {type(e).__name__}: {e}", loc) from e
+        from .static import evaluate
+
+        return evaluate(lw, node.args[0], node)
     if getattr(func, "_tw_specialize", None) is not None:
         return call_user_function(lw, func, node)
     lower = getattr(func, "_tw_lower_call", None)  # wp.grad and what it returns (autodiff/custom.py)
@@ -66,19 +71,12 @@ def lower_call(lw, node: ast.Call):
                           "only builtins, types and @wp.func functions", loc)
 
 
-class _StaticTile:
-    """A local tile as ``wp.static`` sees it: its shape and length, known when the kernel compiles."""
-
-    def __init__(self, t):
-        self.shape, self.dtype = t.shape, t.dtype
-
-    def __len__(self):
-        return self.shape[0]
+_NONE = object()
 
 
-def _static_locals(lw) -> dict:
-    return {name: _StaticTile(v.type) for name, v in lw.symbols.items()
-            if isinstance(v, ir.Value) and T.is_tile(v.type)}
+def _position(node) -> tuple:
+    """Where a call is in the function's source (``f(x)(y)`` starts where ``f(x)`` does, ends later)."""
+    return node.lineno, node.col_offset, node.end_lineno, node.end_col_offset
 
 
 def _host_zeros():
@@ -107,7 +105,7 @@ def _builtin(lw, func: Builtin, node):
         if node.args or node.keywords:
             raise KernelSyntaxError("wp.tid() takes no arguments", lw.src.loc(node))
         return lw.call("tid", [], node, (0, 1))
-    _no_keywords(lw, node, func.name)
+    node = _positional(lw, func.name, node)
     if func.name in _OUTPUT_AND_CHOICE:
         return _OUTPUT_AND_CHOICE[func.name](lw, func.name, node)
     if func.name.startswith("atomic_"):
@@ -117,6 +115,24 @@ def _builtin(lw, func: Builtin, node):
     if func.in_place or (func.outputs and len(node.args) > func.outputs):
         return _writing_arguments(lw, func, node)
     return lw.call(func.name, [lw.value(a) for a in node.args], node)
+
+
+def _positional(lw, name, node):
+    """``node`` with its keyword arguments moved to their positions (Warp's parameter names,
+    ``builtins/params.py``) and omitted defaults filled in, so every later path reads ``node.args``.
+    Keyword values are lowered in parameter order, not source order, as they are pure expressions
+    in practice (a keyword rarely names a random state advanced by another argument)."""
+    if any(kw.arg is None for kw in node.keywords):
+        raise KernelSyntaxError(f"{name}() does not take **kwargs", lw.src.loc(node))
+    by_name = {kw.arg: kw.value for kw in node.keywords}
+    try:
+        extra = bind(name, len(node.args), [kw.arg for kw in node.keywords])
+    except TypeError as e:
+        raise KernelTypeError(str(e), lw.src.loc(node)) from None
+    if not extra and not node.keywords:
+        return node
+    args = [by_name[a] if isinstance(a, str) else ast.copy_location(ast.Constant(a[0]), node) for a in extra]
+    return ast.copy_location(ast.Call(func=node.func, args=[*node.args, *args], keywords=[]), node)
 
 
 def written_arguments(func: Builtin, args: list) -> list:
@@ -346,7 +362,8 @@ def aug_assign(lw, node: ast.AugAssign):
     if isinstance(target, Element) and op in _AUG_ATOMIC and not T.is_struct(target.arr.type.dtype):
         # as in Warp: a[i] += x is an atomic add (and differentiable); -=, &=, |=, ^= atomic too
         value = lw.coerce(_aug_value(lw, op, node), target.arr.type.dtype, node, "array element")
-        lw.call(_AUG_ATOMIC[op], [target.arr, *target.indices, value], node, discard=True)
+        # ("update",): every numeric width, where an explicit wp.atomic_x() takes Warp's set only
+        lw.call(_AUG_ATOMIC[op], [target.arr, *target.indices, value], node, ("update",), discard=True)
         return
     current = target.get()  # Python's order: the target's current value, then the right-hand side
     rhs = _aug_value(lw, op, node)

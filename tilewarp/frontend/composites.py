@@ -4,8 +4,8 @@
   dtype=)``, ``wp.quaternion(*args, dtype=)``, ``wp.transformation(*args, dtype=)``.
 * Keyword forms of the typed constructors: ``wp.quat(x=, y=, z=, w=)``, ``wp.quat(ijk=, real=)``,
   ``wp.transform(p=, q=)``, ``wp.spatial_vector(w=, v=)``.
-* Builtins with compile-time or keyword arguments: ``wp.identity(n, dtype)``,
-  ``wp.quat_identity(dtype)``, ``wp.transform_identity(dtype)``, ``wp.norm_huber(v, delta=)``...
+* Builtins with compile-time arguments: ``wp.identity(n, dtype)``, ``wp.quat_identity(dtype)``,
+  ``wp.transform_identity(dtype)`` (other builtins' keywords: ``builtins/params.py``).
 * Attributes: ``q.x`` .. ``q.w`` on quaternions, ``t.p`` / ``t.q`` on transforms (read and assign).
 """
 from __future__ import annotations
@@ -23,9 +23,6 @@ _KEYWORD_FORMS = {
     "transform": (("p", "q"),),
     "spatial": (("w", "v"), ("wx", "wy", "wz", "vx", "vy", "vz")),
 }
-#: builtins taking keyword arguments: name -> parameter names in order
-_BUILTIN_PARAMS = {"norm_huber": ("v", "delta"), "norm_pseudo_huber": ("v", "delta"),
-                   "smooth_normalize": ("v", "delta")}
 
 
 def composite_call(lw, func, node):
@@ -45,9 +42,6 @@ def composite_call(lw, func, node):
         if func.name in ("quat_identity", "transform_identity"):
             (dtype,) = _static_args(lw, node, ("dtype",), (T.float32,), func.name)
             return lw.call(func.name, [], node, (_scalar_type(lw, dtype, node),))
-        if func.name in _BUILTIN_PARAMS:
-            args = _keyword_args(lw, node, (_BUILTIN_PARAMS[func.name],), func.name)
-            return lw.call(func.name, [lw.value(a) for a in args], node)
     return None
 
 
@@ -89,8 +83,13 @@ def _keyword_args(lw, node, forms, what) -> list:
 
 
 def _static(lw, expr, what):
+    from .static import StaticLocal, static_locals
+
     try:
-        return lw.src.evaluate(expr, {})
+        value = lw.src.evaluate(expr, static_locals(lw))
+        if isinstance(value, StaticLocal):
+            raise NameError(f"'{ast.unparse(expr)}' is a kernel variable, known only when the kernel runs")
+        return value
     except Exception as e:
         raise KernelTypeError(f"'{what}' must be a compile-time constant ({type(e).__name__}: {e})",
                               lw.src.loc(expr)) from None
@@ -126,31 +125,49 @@ def _split_static(lw, node, names, what):
     return static
 
 
-def _infer_dtype(lw, values, static, node):
+def _infer_dtype(lw, values, static, node, noun="vector"):
+    """``dtype=`` if given, else the values' one scalar type: literals count as float32, int32 or bool,
+    and values of different types are an error (as in Warp: ``wp.vector(1.0, 2)``)."""
     if static.get("dtype") is not None:
         return _scalar_type(lw, static["dtype"], node)
-    typed = [T.scalar_of(v.type) for v in values if not v.weak and (T.is_scalar(v.type) or T.is_composite(v.type))]
-    return typed[0] if typed else T.float32
+    kinds = {T.scalar_of(v.type) if T.is_scalar(v.type) or T.is_composite(v.type) else v.type for v in values}
+    if len(kinds) > 1:
+        raise KernelTypeError(f"all values given when constructing a {noun} must have the same type",
+                              lw.src.loc(node))
+    return kinds.pop() if kinds else T.float32
 
 
 def _generic_vector(lw, func, node):
-    """``wp.vector(1.0, 2.0)``, ``wp.vector(x, length=4)`` (fill), ``wp.vector(length=3, dtype=float)``."""
+    """``wp.vector(1.0, 2.0)``, ``wp.vector(x, length=4)`` (fill), ``wp.vector(length=3, dtype=float)``,
+    ``wp.vector(v, dtype=wp.float16)`` (a converted copy of a vector, its length by default)."""
     static = _split_static(lw, node, ("length", "dtype"), "vector")
     values = [lw.value(a) for a in node.args]
-    length = static.get("length") or len(values)
+    length = static.get("length")
+    if length is None and len(values) == 1 and T.is_vector(values[0].type):
+        length = values[0].type._length_
+    length = length or len(values)
+    if not values and not length:
+        raise KernelTypeError("the `length` argument must be specified when zero-initializing a vector",
+                              lw.src.loc(node))
     if not isinstance(length, int) or length < 1:
         raise KernelTypeError("wp.vector() needs components or a constant length=", lw.src.loc(node))
     return construct(lw, T.vector(length, _infer_dtype(lw, values, static, node)), values, node)
 
 
 def _generic_matrix(lw, func, node):
-    """``wp.matrix(*values, shape=(r, c), dtype=)``: zero, fill or every component."""
+    """``wp.matrix(*values, shape=(r, c), dtype=)``: zero, fill, every component, or a converted
+    copy of a matrix (its shape by default)."""
     static = _split_static(lw, node, ("shape", "dtype"), "matrix")
+    values = [lw.value(a) for a in node.args]
     shape = static.get("shape")
+    if shape is None and len(values) == 1 and T.is_matrix(values[0].type):
+        shape = tuple(values[0].type._wp_shape_)
+    if shape is None and not values:
+        raise KernelTypeError("the `shape` argument must be specified when zero-initializing a matrix",
+                              lw.src.loc(node))
     if not (isinstance(shape, tuple) and len(shape) == 2 and all(isinstance(n, int) and n > 0 for n in shape)):
         raise KernelTypeError("wp.matrix() needs a constant shape=(rows, cols)", lw.src.loc(node))
-    values = [lw.value(a) for a in node.args]
-    return construct(lw, T.matrix(shape, _infer_dtype(lw, values, static, node)), values, node)
+    return construct(lw, T.matrix(shape, _infer_dtype(lw, values, static, node, "matrix")), values, node)
 
 
 def _generic_float(lw, func, node):

@@ -99,6 +99,9 @@ def lower_for(lw, node: ast.For):
     start, stop, step = range_bounds(lw, call, loc)
     if reverse:
         start, stop, step = reversed_bounds(lw, start, stop, step, call)
+    constant = start.is_const and stop.is_const and step.is_const
+    if constant and _static_reads(lw, node.body, node.target.id):
+        return _unroll(lw, node, py.range(start.const, stop.const, step.const), start.type)
     carried = carry(lw, node.body, node)
     counter = lw.new_value(start.type, node.target.id, mutable=True)
     saved, lw.stmts = lw.stmts, []
@@ -107,6 +110,64 @@ def lower_for(lw, node: ast.For):
     lw.stmts = saved
     body = head + lower_body(lw, node.body)
     lw.stmts.append(ir.For(counter, start, stop, step, body, carried, loc))
+    values = py.range(start.const, stop.const, step.const) if constant else ()
+    if values and not _exits(node.body) and node.target.id not in assigned_names(node.body):
+        # after the loop its variable holds the last value, known now (a later wp.static() may read it)
+        lw.symbols[node.target.id] = lw.const(values[-1], start.type)
+
+
+def _static_reads(lw, body, name: str) -> bool:
+    """Whether a ``wp.static(...)`` in ``body`` reads the variable ``name`` (the loop is then unrolled,
+    so each copy of the body sees it as a constant, as in Warp)."""
+    from .lower import _STATIC_MARK
+
+    for node in (n for stmt in body for n in ast.walk(stmt)):
+        if isinstance(node, ast.Call) and getattr(_resolve(lw, node.func), _STATIC_MARK, False):
+            if any(isinstance(n, ast.Name) and n.id == name for a in node.args for n in ast.walk(a)):
+                return True
+    return False
+
+
+def _resolve(lw, expr):
+    """The object a name or dotted name (``wp.static``) refers to, without lowering anything; None
+    for a local variable or anything else."""
+    if isinstance(expr, ast.Attribute):
+        base = _resolve(lw, expr.value)
+        return getattr(base, expr.attr, None) if base is not None else None
+    if isinstance(expr, ast.Name) and expr.id not in lw.symbols:
+        from .source import MISSING
+
+        found = lw.src.lookup(expr.id)
+        return None if found is MISSING else found
+    return None
+
+
+def _exits(body) -> bool:
+    """A ``break`` (or ``return``) of this loop's body, not of a loop nested in it."""
+    for stmt in body:
+        for node in _walk_same_loop(stmt):
+            if isinstance(node, (ast.Break, ast.Return)):
+                return True
+    return False
+
+
+def _walk_same_loop(node):
+    yield node
+    for child in ast.iter_child_nodes(node):
+        if not isinstance(child, (ast.For, ast.While, ast.FunctionDef, ast.Lambda)):
+            yield from _walk_same_loop(child)
+        elif isinstance(child, (ast.For, ast.While)):
+            yield from (n for n in ast.walk(child) if isinstance(n, ast.Return))
+
+
+def _unroll(lw, node: ast.For, values: range, t):
+    """One copy of the body per value of a constant range, the variable a constant in each."""
+    if any(isinstance(n, (ast.Break, ast.Continue)) for stmt in node.body for n in _walk_same_loop(stmt)):
+        raise KernelSyntaxError("a loop whose variable a wp.static() expression reads is unrolled when the kernel "
+                                "compiles, so it cannot use 'break' or 'continue'", lw.src.loc(node))
+    for value in values:
+        lw.symbols[node.target.id] = lw.const(value, t)
+        lw.block(node.body)
 
 
 def range_bounds(lw, call, loc) -> tuple:

@@ -27,6 +27,22 @@ def bind_call(lw, func, node) -> tuple:
     return func, _bind(lw, func, positional, keywords, node)
 
 
+def call_with_values(lw, func, values, node):
+    """Call ``func`` (a @wp.func, maybe overloaded) on values already lowered (an operator's operands);
+    None when no overload takes them."""
+    from ..ir import nodes as ir
+
+    fitting = sorted((f for f in func.overloads if _fits(f, values, {}, "exact")), key=lambda f: f.is_generic)
+    if not fitting:
+        return None
+    func = fitting[0]
+    args = _bind(lw, func, values, {}, node)
+    callee = func._tw_specialize(tuple(a.type for a in args), lw.src.loc(node))
+    if callee not in lw.fn.callees:
+        lw.fn.callees.append(callee)
+    return lw.assign(ir.FuncCall(callee, tuple(args)), callee.return_type, node, func.__name__)
+
+
 def _bind(lw, func, positional, keywords, node) -> list:
     params = func.parameters()
     loc, name = lw.src.loc(node), func.__name__

@@ -14,11 +14,12 @@ from ..builtins import REGISTRY, Builtin, BuiltinTypeError
 from ..builtins.operators import BINARY, COMPARE, UNARY
 from ..builtins.vector import component_builtin
 from .tiles import ELEMENTWISE as TILE_ELEMENTWISE
-from ..errors import KernelError, KernelSyntaxError, KernelTypeError
+from ..errors import KernelError, KernelNameError, KernelSyntaxError, KernelTypeError
 from ..ir import nodes as ir
 from .captures import capture_key
 from .source import MISSING, Source
 
+_OPERATORS = frozenset(BINARY.values()) | frozenset(UNARY.values()) | frozenset(COMPARE.values())
 #: Python builtins usable in kernels, by the registry entry they mean.
 PY_BUILTINS = {py.min: "min", py.max: "max", py.abs: "abs", py.pow: "pow", py.round: "round", py.print: "print"}
 _STATIC_MARK = "__tw_static__"
@@ -100,10 +101,26 @@ class Lowerer:
         try:
             result = b.type_rule(tuple(a.type for a in args), tuple(template))
         except BuiltinTypeError as e:
-            raise KernelTypeError(f"{_pretty(name)}: {e}", self.src.loc(node)) from None
+            user = self.user_operator(name, args, node)
+            if user is not None:
+                return user
+            label = f"{T.type_name(template[0])}()" if name == "construct" else _pretty(name)
+            raise KernelTypeError(f"{label}{e.separator}{e}", self.src.loc(node)) from None
         if b.kernel_context and not self.is_kernel:
             raise KernelTypeError(f"wp.{name}() is only available inside a kernel", self.src.loc(node))
         return self.assign(ir.Call(b, tuple(args), tuple(template)), None if discard else result, node)
+
+    def user_operator(self, name, args, node):
+        """``a + b`` on types no builtin takes, through a ``@wp.func`` named ``add`` in the kernel's scope
+        (Warp's operator overloading, e.g. for structs); None when there is none."""
+        if name not in _OPERATORS or any(a.weak for a in args):
+            return None
+        func = self.src.lookup(name)
+        if getattr(func, "_tw_specialize", None) is None:
+            return None
+        from .funcs import call_with_values
+
+        return call_with_values(self, func, args, node)
 
     def unify(self, args):
         """Bare Python literals take the scalar type of the typed arguments (``x * 2.0`` in float64)."""
@@ -182,7 +199,9 @@ class Lowerer:
             return self.symbols[node.id]
         obj = self.src.lookup(node.id)
         if obj is MISSING:
-            raise KernelTypeError(f"name '{node.id}' is not defined", self.src.loc(node))
+            obj = _builtin_name(node.id)
+        if obj is MISSING:
+            raise KernelNameError(f"name '{node.id}' is not defined", self.src.loc(node))
         key = capture_key(obj)
         if key is not None:  # compiled in as a constant: wp.launch warns if it is rebound later
             self.fn.captures.append((self.src.fn, node.id, key))
@@ -191,6 +210,8 @@ class Lowerer:
     def visit_Attribute(self, node):
         base = self.visit(node.value)
         if not isinstance(base, ir.Value):
+            if T.is_composite(base) and node.attr in ("dtype", "length") and not hasattr(base, node.attr):
+                return _composite_attribute(base, node.attr)  # type(v).dtype, a.dtype.length
             if not hasattr(base, node.attr):
                 raise KernelTypeError(f"{_describe(base)} has no attribute '{node.attr}'", self.src.loc(node))
             return getattr(base, node.attr)
@@ -201,6 +222,9 @@ class Lowerer:
             part = read_attribute(self, base, node)
             if part is not None:
                 return part
+        if T.is_composite(t) and node.attr in ("dtype", "length"):  # compile-time, as in Warp: v.dtype(0)
+            value = _composite_attribute(t, node.attr)
+            return self.const(value, T.int32) if node.attr == "length" else value
         if T.is_array(t) and node.attr == "shape":
             return self.call("shape", [base], node)
         if T.is_array(t) and node.attr in ("dtype", "ndim"):  # compile-time: arr.dtype(0) constructs
@@ -467,6 +491,22 @@ class Lowerer:
     def _loop_only(self, node, what):
         if self.loop_depth == 0:
             raise KernelSyntaxError(f"'{what}' outside a loop", self.src.loc(node))
+
+
+def _composite_attribute(t, attr):
+    """``dtype`` (the scalar type) or ``length`` (the component count) of a vector-like type."""
+    return T.scalar_of(t) if attr == "dtype" else t._length_
+
+
+def _builtin_name(name: str):
+    """As in Warp, kernel code may name a builtin or a vector/matrix type without ``wp.`` when no
+    global of that name hides it (``expect_eq(a, b)``, ``vec3(x)``)."""
+    import tilewarp
+
+    if name in REGISTRY and getattr(tilewarp, name, None) is REGISTRY[name]:
+        return REGISTRY[name]
+    obj = getattr(tilewarp, name, MISSING)
+    return obj if isinstance(obj, type) and (T.is_scalar(obj) or T.is_composite(obj)) else MISSING
 
 
 def _describe(obj) -> str:

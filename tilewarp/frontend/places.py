@@ -93,8 +93,16 @@ class _Component(_Place):
     def set(self, value, stmt):
         base = self.parent.get()
         t = base.type
-        if value.weak and len(self.indices) == (2 if T.is_matrix(t) else 1):
+        scalar = len(self.indices) == (2 if T.is_matrix(t) else 1)
+        if value.weak and scalar:
             value = self.lw.coerce(value, T.scalar_of(t), stmt, "component")
+        if isinstance(self.parent, Element) and scalar and value.type == T.scalar_of(t):
+            # one component of an array element, written in place: its gradient is that component's
+            # (a whole-element store would hand the other components' gradients back once per write)
+            e = self.parent
+            cols = t._wp_shape_[1] if T.is_matrix(t) else 1
+            self.lw.call("store_component", [e.arr, *e.indices, *self.indices, value], stmt, (e.arr.type.ndim, cols))
+            return
         name = component_builtin("with_component", t, len(self.indices))
         self.parent.set(self.lw.call(name, [base, *self.indices, value], stmt), stmt)
 

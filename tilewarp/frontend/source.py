@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import KernelSyntaxError
 from ..ir.nodes import Loc
@@ -20,6 +20,9 @@ class Source:
     indent: int  # columns textwrap.dedent removed
     lines: list  # the original source lines of the function
     tree: ast.FunctionDef
+    # wp.static values computed when the function was declared, by the call's position in ``tree``
+    # (line, col, end line, end col)
+    static_values: dict = field(default_factory=dict)
 
     def loc(self, node) -> Loc:
         line = getattr(node, "lineno", 1)

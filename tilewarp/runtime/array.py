@@ -17,7 +17,7 @@ from .. import structs
 from .. import types as T
 from ..errors import LaunchError
 from .device import get_device
-from . import host_views
+from . import array_ops, copy_adjoint, host_views
 
 
 class _Allocation:
@@ -88,7 +88,7 @@ class array:
 
     def __init__(self, data=None, dtype: Any = Any, shape=None, strides=None, length=None, ptr=None,
                  capacity=None, device=None, pinned=False, copy=True, owner=False, deleter=None, ndim=None,
-                 grad=None, requires_grad=False):
+                 grad=None, requires_grad=False, retain_grad=False):
         self._desc = None
         self._tw_token = None  # (signature, descriptor bytes) for native launches, dropped with _desc
         self._grad = None
@@ -114,7 +114,9 @@ class array:
             else:
                 self._allocate()
                 self.zero_()
+        self._retain_grad = False
         self.requires_grad = requires_grad
+        self.retain_grad = retain_grad
         if grad is not None:
             self._grad = grad
 
@@ -222,7 +224,21 @@ class array:
         if value and self._grad is None:
             self._grad = zeros(self.shape, dtype=self.dtype, device=self.device)
         self._requires_grad = bool(value)
+        if not value:
+            self._retain_grad = False
         self._desc = self._tw_token = None
+
+    @property
+    def retain_grad(self) -> bool:
+        """Keep this array's gradient through the backward pass instead of consuming it where the
+        array is overwritten (Warp 1.19's flag; needs ``requires_grad``)."""
+        return getattr(self, "_retain_grad", False)
+
+    @retain_grad.setter
+    def retain_grad(self, value: bool):
+        if value and not self._requires_grad:
+            raise ValueError("retain_grad=True needs requires_grad=True (the array has no gradient to retain)")
+        self._retain_grad = bool(value)
 
     def __class_getitem__(cls, params):
         """``wp.array[float]``, ``wp.array[wp.vec3, 2]``: an annotation, as in Warp 1.19."""
@@ -465,6 +481,9 @@ class array:
         return view
 
 
+array_ops.install(array)  # a + b, a * 2.0, -a, a += b: elementwise kernels (array_ops.py)
+
+
 def _strided_copy(dst: array, src: array):
     """Elementwise copy between arrays of one shape and dtype, any strides, same or other device."""
     dst._bump_version()
@@ -501,26 +520,42 @@ class _HostView:
 # ---- creation functions (Warp's names and defaults) ------------------------------------------------
 
 
+def _creation_args(shape, kwargs, what):
+    """Warp's creation functions take ``n`` (a length, overriding ``shape``) and ``retain_grad``;
+    anything else is a mistake worth reporting rather than ignoring."""
+    n = kwargs.pop("n", None)
+    retain_grad = kwargs.pop("retain_grad", False)
+    if kwargs:
+        raise TypeError(f"wp.{what}() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    if n is not None:
+        shape = (n,)
+    return (shape if shape is not None else 0), retain_grad
+
+
 def empty(shape=None, dtype=float, device=None, requires_grad=False, pinned=False, **kwargs) -> array:
-    return array(shape=shape if shape is not None else 0, dtype=dtype, device=device, requires_grad=requires_grad,
-                 pinned=pinned)
+    shape, retain_grad = _creation_args(shape, kwargs, "empty")
+    return array(shape=shape, dtype=dtype, device=device, requires_grad=requires_grad, pinned=pinned,
+                 retain_grad=retain_grad)
 
 
 def zeros(shape=None, dtype=float, device=None, requires_grad=False, pinned=False, **kwargs) -> array:
-    return empty(shape, dtype, device, requires_grad, pinned)  # new allocations are zeroed
+    shape, retain_grad = _creation_args(shape, kwargs, "zeros")
+    return empty(shape, dtype, device, requires_grad, pinned, retain_grad=retain_grad)  # new memory is zeroed
 
 
 def full(shape=None, value=0, dtype=Any, device=None, requires_grad=False, pinned=False, **kwargs) -> array:
+    shape, retain_grad = _creation_args(shape, kwargs, "full")
     if dtype is Any:
         dtype = type(value) if T.is_composite(type(value)) or T.is_struct(type(value)) else (
             T.bool_ if isinstance(value, bool) else T.int32 if isinstance(value, int) else T.float32)
-    a = empty(shape, dtype, device, requires_grad, pinned)
+    a = empty(shape, dtype, device, requires_grad, pinned, retain_grad=retain_grad)
     a.fill_(value)
     return a
 
 
 def ones(shape=None, dtype=float, device=None, requires_grad=False, pinned=False, **kwargs) -> array:
-    return full(shape, 1, dtype, device, requires_grad, pinned)
+    shape, retain_grad = _creation_args(shape, kwargs, "ones")
+    return full(shape, 1, dtype, device, requires_grad, pinned, retain_grad=retain_grad)
 
 
 def _like(src: array, device, requires_grad):
@@ -528,25 +563,26 @@ def _like(src: array, device, requires_grad):
                 requires_grad=src.requires_grad if requires_grad is None else requires_grad)
 
 
-def empty_like(src: array, device=None, requires_grad=None) -> array:
-    return empty(**_like(src, device, requires_grad))
+def empty_like(src: array, device=None, requires_grad=None, pinned=False, retain_grad=False) -> array:
+    return empty(**_like(src, device, requires_grad), pinned=pinned, retain_grad=retain_grad)
 
 
-def zeros_like(src: array, device=None, requires_grad=None) -> array:
-    return zeros(**_like(src, device, requires_grad))
+def zeros_like(src: array, device=None, requires_grad=None, pinned=False, retain_grad=False) -> array:
+    return zeros(**_like(src, device, requires_grad), pinned=pinned, retain_grad=retain_grad)
 
 
-def ones_like(src: array, device=None, requires_grad=None) -> array:
-    return ones(**_like(src, device, requires_grad))
+def ones_like(src: array, device=None, requires_grad=None, pinned=False, retain_grad=False) -> array:
+    return ones(**_like(src, device, requires_grad), pinned=pinned, retain_grad=retain_grad)
 
 
-def full_like(src: array, value, device=None, requires_grad=None) -> array:
-    return full(value=value, **_like(src, device, requires_grad))
+def full_like(src: array, value, device=None, requires_grad=None, pinned=False, retain_grad=False) -> array:
+    return full(value=value, **_like(src, device, requires_grad), pinned=pinned, retain_grad=retain_grad)
 
 
-def clone(src: array, device=None, requires_grad=None, pinned=False) -> array:
-    dst = empty(**_like(src, device, requires_grad), pinned=pinned)
+def clone(src: array, device=None, requires_grad=None, pinned=False, retain_grad=False) -> array:
+    dst = empty(**_like(src, device, requires_grad), pinned=pinned, retain_grad=retain_grad)
     _strided_copy(dst, src)
+    copy_adjoint.record(dst, src)
     return dst
 
 
@@ -561,21 +597,25 @@ def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, cou
     if dest.dtype != src.dtype:
         raise LaunchError(f"copy between arrays of {T.type_name(src.dtype)} and {T.type_name(dest.dtype)}")
     if dest_offset or src_offset or count:
-        if not (dest.is_contiguous and src.is_contiguous):
-            raise LaunchError("copy with offsets needs contiguous arrays")
         count = count or min(src.size - src_offset, dest.size - dest_offset)
-        if count < 0 or src_offset + count > src.size or dest_offset + count > dest.size:
+        if count < 0 or src_offset < 0 or dest_offset < 0 or src_offset + count > src.size or \
+                dest_offset + count > dest.size:
             raise LaunchError(f"copy of {count} elements out of bounds (src size {src.size}, dest size {dest.size})")
-        flat = lambda a, off: array(ptr=a.ptr + off * T.type_size(a.dtype), dtype=a.dtype, shape=count,
-                                    device=a.device)
-        _strided_copy(flat(dest, dest_offset), flat(src, src_offset))
-        return
-    if dest.size != src.size:
+        try:  # logical elements, so 1-d strided views work too
+            dest, src = copy_adjoint.window(dest, dest_offset, count), copy_adjoint.window(src, src_offset, count)
+        except ValueError as e:
+            raise LaunchError(f"wp.copy(): {e}") from None
+    elif dest.size != src.size:
         raise LaunchError(f"copy between arrays of {src.size} and {dest.size} elements")
-    if dest.shape != src.shape:
-        dest = array(ptr=dest.ptr, dtype=dest.dtype, shape=src.shape, device=dest.device) if dest.is_contiguous \
-            else dest
+    elif dest.shape != src.shape:  # same size: view the contiguous one in the other's shape
+        if dest.is_contiguous:
+            dest = dest.reshape(src.shape)
+        elif src.is_contiguous:
+            src = src.reshape(dest.shape)
+        else:
+            raise LaunchError(f"copy between non-contiguous arrays of shapes {src.shape} and {dest.shape}")
     _strided_copy(dest, src)
+    copy_adjoint.record(dest, src)
 
 
 def from_numpy(arr, dtype=None, shape=None, device=None, requires_grad=False) -> array:
