@@ -127,6 +127,9 @@ PYEOF
       --only compile,launch 2>&1 | tee "$OUT/install_bench.txt" | grep -v "^   "
     cd "$REPO" ;;
   suite)
+    # test_packaging builds the wheel without pip's build isolation there (no package index)
+    python3 -m pip install -q --no-index --no-deps --target /tmp/buildsite .whl_inst/setuptools-*.whl
+    export PIP_NO_BUILD_ISOLATION=0 PYTHONPATH="/tmp/buildsite:$PYTHONPATH"
     ls tests/test_*.py tests/*/test_*.py | xargs -P 12 -I{} sh -c 'f={}; TILEWARP_TEST_DEVICES=cuda:0 \
       timeout 250 python -m pytest -q -p no:cacheprovider --tb=line "$f" > "/tmp/pt_$(echo $f | tr / _).txt" 2>&1; \
       echo "$f: $(tail -1 "/tmp/pt_$(echo $f | tr / _).txt")"' > "$OUT/suite_cuda.txt"

@@ -78,7 +78,8 @@ def test_a_built_wheel_installs_and_runs(tmp_path):
     python = venv / "bin" / "python"
     site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           capture_output=True, text=True, check=True).stdout.strip()
-    parents = [p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]
+    parents = [p for p in sys.path if p and Path(p).is_dir() and Path(p).resolve() != ROOT
+               and not (Path(p) / "tilewarp").exists()]  # dependencies, never a development copy
     (Path(site) / "parent_env.pth").write_text("\n".join(parents) + "\n")
     install = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)],
                              capture_output=True, text=True, timeout=600)
