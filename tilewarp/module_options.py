@@ -146,17 +146,6 @@ def get_module(name) -> Module:
     return mod
 
 
-def _module_name(module) -> str:
-    if module is None:  # the caller's module, as Warp
-        import inspect
-
-        frame = inspect.currentframe().f_back.f_back
-        return frame.f_globals.get("__name__", "__main__")
-    if isinstance(module, Module):
-        return module.name
-    return module if isinstance(module, str) else module.__name__
-
-
 def _kernels_of(names: set | None) -> list:
     from .kernel import _DECLARED
 
@@ -188,7 +177,7 @@ def load_module(module=None, device=None, recursive: bool = False) -> int:
     ``Module``; default the caller's) for ``device`` (one, a list, or None: every device) now,
     instead of at their first launch.
     ``recursive`` includes its submodules. Returns how many kernels were built."""
-    name = _module_name(module)
+    name = _module_name(module, 1)
     names = {n for (n, _) in _kernels_index() if n == name or (recursive and n.startswith(name + "."))}
     return _build(_kernels_of(names), device)
 
@@ -196,7 +185,7 @@ def load_module(module=None, device=None, recursive: bool = False) -> int:
 def force_load(device=None, modules=None) -> int:
     """Warp's ``wp.force_load``: compile the kernels of ``modules`` (default: every module that
     declared kernels) for ``device``."""
-    names = None if modules is None else {_module_name(m) for m in modules}
+    names = None if modules is None else {_module_name(m, 1) for m in modules}
     return _build(_kernels_of(names), device)
 
 

@@ -52,8 +52,20 @@ TW_FUNC void adj_atomic_sub(const A& adj, V& adj_value, I... i) {
 // all receive it), as Warp does; per component on vectors and matrices, whose min/max is
 // componentwise, so each component's winner gets its gradient (Warp compares whole vectors).
 namespace detail {
+// Whether recomputed value v is the stored winner. The backward pass recomputes v in another
+// kernel, where the GPU compiler may contract multiply-adds differently, so v can differ from the
+// stored value in its last bits (an H100 lost a winner's gradient that way): floats within 4 ulps
+// count as the winner - a tie at the precision the two kernels agree to. Integers compare exactly.
+template <typename T> TW_FUNC bool is_stored(const T& stored, const T& v) { return stored == v; }
+template <typename F> TW_FUNC bool near_ulps(F s, F v, F eps) {
+    const F as = s < F(0) ? -s : s, av = v < F(0) ? -v : v, d = s < v ? v - s : s - v;
+    return s == v || d <= F(4) * eps * (as > av ? as : av);
+}
+TW_FUNC bool is_stored(float s, float v) { return near_ulps(s, v, 1.1920929e-7f); }
+TW_FUNC bool is_stored(double s, double v) { return near_ulps(s, v, 2.220446049250313e-16); }
+TW_FUNC bool is_stored(half s, half v) { return near_ulps((float)s, (float)v, 9.765625e-4f); }
 template <typename T> TW_FUNC void adj_if_stored(const T& stored, const T& v, T& adj_v, const T& g) {
-    if (stored == v) adj_v = add(adj_v, g);
+    if (is_stored(stored, v)) adj_v = add(adj_v, g);
 }
 template <int N, typename T>
 TW_FUNC void adj_if_stored(const vec_t<N, T>& s, const vec_t<N, T>& v, vec_t<N, T>& adj_v,

@@ -13,6 +13,7 @@ SYNTAX = {
     "with_component": r"\w\[\d\] = ", "extract_row": r"\w\[\d\]", "with_row": r"\w\[\d\] = ",
     "construct": r"wp\.vec3d\(", "cast": r"wp\.float64\(", "struct_new": r"@wp\.struct", "struct_get": r"\w\.\w+ \*",
     "struct_set": r"\w\.\w+ = ", "make_tuple": r"return \w+, \w+", "tuple_get": r"\w+, \w+ = ",
+    "store_component": r"\w\[i, j\]\[\d\] = ",
 }
 #: tile builtins reached through syntax in tests/tiles/test_tile_grads.py
 TILE_SYNTAX = {"tile_map": r"wp\.tile_map\(|x \* y", "tile_extract": r"x\[2, 3\]"}

@@ -230,10 +230,10 @@ def test_forms_agree(mods, rng):
     args = _inputs(rng, "f32", n)
     from conftest import run
 
-    np.testing.assert_array_equal(np.concatenate([x.ravel() for x in run(mods[0], "tuple_forms_f32", n, args,
-                                                                         "cpu")]),
-                                  np.concatenate([x.ravel() for x in run(mods[0], "output_forms_f32", n, args,
-                                                                         "cpu")]))
+    # the same operations; the compiler may contract multiply-adds differently in the two kernels
+    np.testing.assert_allclose(np.concatenate([x.ravel() for x in run(mods[0], "tuple_forms_f32", n, args, "cpu")]),
+                               np.concatenate([x.ravel() for x in run(mods[0], "output_forms_f32", n, args, "cpu")]),
+                               rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("key", ["f32", "f64"])

@@ -4,7 +4,7 @@ and Warp's kernel naming / overload forms (``name=``, stubs, generic struct argu
 """
 import numpy as np
 import pytest
-from conftest import Arr, launch_both, load_both
+from conftest import Arr, launch_both, load_both, need_warp
 
 import tilewarp as wp
 from tilewarp.errors import WarpCodegenError
@@ -179,6 +179,7 @@ def swap_sum(a: Any, out: wp.array(dtype=float)):
 
 def test_generic_struct_arguments_match_warp():
     mods = load_both(GENERIC_STRUCT)
+    need_warp(mods)
     for mod in mods:
         mod.wp.overload(mod.swap_sum, {"a": mod.Foo})
         mod.wp.overload(mod.swap_sum, {"a": mod.Bar})
