@@ -69,3 +69,35 @@ def test_component_writes_against_warp(rng):
     ours, theirs = _run(wp, x, *grads, "cpu"), _run(warp, x, *grads, "cpu")
     for a, b in zip(ours, theirs):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+PARTS = '''
+import WP as wp
+
+
+@wp.kernel
+def parts(x: wp.array(dtype=wp.vec3), q: wp.array(dtype=wp.quat), t: wp.array(dtype=wp.transform)):
+    i = wp.tid()
+    t[i].p = x[i] * 2.0
+    t[i].q = q[i]
+'''
+
+
+@pytest.mark.parametrize("lib", ["tilewarp", "warp"])
+def test_transform_parts_of_array_elements(device, rng, lib):
+    """``t[i].p = v`` / ``t[i].q = r``: each part's gradient once (Warp's test_transform_array_assign)."""
+    if lib == "warp" and (warp is None or device != "cpu"):
+        pytest.skip("warp-lang's CPU is the oracle")
+    m = wp if lib == "tilewarp" else warp
+    mod = load_module(PARTS, lib)
+    x = m.array(rng.standard_normal((4, 3)), dtype=m.vec3, requires_grad=True, device=device)
+    q = m.array(rng.standard_normal((4, 4)), dtype=m.quat, requires_grad=True, device=device)
+    t = m.zeros(4, dtype=m.transform, requires_grad=True, device=device)
+    g = rng.standard_normal((4, 7)).astype(np.float32)
+    tape = m.Tape()
+    with tape:
+        m.launch(mod.parts, 4, inputs=[x, q], outputs=[t], device=device)
+    tape.backward(grads={t: m.array(g, dtype=m.transform, device=device)})
+    np.testing.assert_allclose(t.numpy(), np.concatenate([2 * x.numpy(), q.numpy()], axis=1), rtol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(), 2 * g[:, :3], rtol=1e-6)
+    np.testing.assert_allclose(q.grad.numpy(), g[:, 3:], rtol=1e-6)

@@ -15,6 +15,7 @@ import ast
 from .. import types as T
 from ..builtins import Builtin
 from ..builtins.spatial import TRANSFORM_PARTS
+from ..builtins.vector import component_builtin
 from ..errors import KernelSyntaxError, KernelTypeError
 
 #: keyword names of each constructor form, by kind of type
@@ -220,6 +221,21 @@ def attribute_place(lw, node, parent, t):
             return lw.call(self.get_name, [parent.get()], node)
 
         def set(self, value, stmt):
+            from .places import Element
+
+            t = parent.get().type
+            n = 3 if node.attr == "p" else 4
+            if isinstance(parent, Element) and getattr(value.type, "_wp_shape_", None) == (n,) \
+                    and T.scalar_of(value.type) == T.scalar_of(t):
+                # an array element's p or q, written component by component in place (its gradient
+                # is those components', not the whole element's once per write)
+                first = 0 if node.attr == "p" else 3
+                extract = component_builtin("extract", value.type, 1)
+                for k in range(value.type._wp_shape_[0]):
+                    part = lw.call(extract, [value, lw.const(k, T.int32)], stmt)
+                    lw.call("store_component", [parent.arr, *parent.indices, lw.const(first + k, T.int32), part],
+                            stmt, (parent.arr.type.ndim, 1))
+                return
             parent.set(lw.call(self.set_name, [parent.get(), value], stmt), stmt)
 
     k = component_attribute(t, node.attr)
