@@ -14,7 +14,8 @@ import pytest
 import tilewarp as wp
 from conftest import load_module
 
-GEMM = '''
+# the chapter's GEMM: a K loop accumulating into `total`, then `{tail}`
+PLAIN = '''
 import WP as wp
 
 TM = wp.constant({tm})
@@ -30,11 +31,14 @@ def gemm(a: wp.array2d(dtype={ab}), b: wp.array2d(dtype={ab}), c: wp.array2d(dty
         x = wp.tile_load(a, shape=(TM, TK), offset=(i * TM, k * TK))
         y = wp.tile_load(b, shape=(TK, TN), offset=(k * TK, j * TN))
         wp.tile_matmul(x, y, total)
-    old = wp.tile_load(c, shape=(TM, TN), offset=(i * TM, j * TN))
+{tail}
+'''
+STORE = "    wp.tile_store(c, total, offset=(i * TM, j * TN))"
+# also the accumulating form with alpha and beta, on a tile read from c
+GEMM = PLAIN.replace("{tail}", '''    old = wp.tile_load(c, shape=(TM, TN), offset=(i * TM, j * TN))
     wp.tile_matmul(wp.tile_load(a, shape=(TM, TK), offset=(i * TM, 0)), wp.tile_load(b, shape=(TK, TN), offset=(0, j * TN)),
                    old, alpha=0.5, beta=-2.0)
-    wp.tile_store(c, total + old, offset=(i * TM, j * TN))
-'''
+    wp.tile_store(c, total + old, offset=(i * TM, j * TN))''')
 
 # (tile M, N, K, operand dtype, sum dtype): tensor-core shapes, warp tiles of several sizes, and
 # shapes that only the portable loop takes
@@ -80,24 +84,6 @@ def test_tile_gemm(device, rng, tm, tn, tk, ab, acc, block_dim):
         f"max error {np.abs(got - want).max():.3g}"
 
 
-PLAIN = '''
-import WP as wp
-
-TM = wp.constant({tm})
-TN = wp.constant({tn})
-TK = wp.constant({tk})
-
-
-@wp.kernel
-def gemm(a: wp.array2d(dtype={ab}), b: wp.array2d(dtype={ab}), c: wp.array2d(dtype={acc})):
-    i, j = wp.tid()
-    total = wp.tile_zeros(shape=(TM, TN), dtype={acc})
-    for k in range(a.shape[1] // TK):
-        x = wp.tile_load(a, shape=(TM, TK), offset=(i * TM, k * TK))
-        y = wp.tile_load(b, shape=(TK, TN), offset=(k * TK, j * TN))
-        wp.tile_matmul(x, y, total)
-    wp.tile_store(c, total, offset=(i * TM, j * TN))
-'''
 
 
 @pytest.mark.parametrize("tm,tn,tk,ab,acc,block_dim", [
@@ -111,7 +97,7 @@ def test_gemm_with_register_accumulator(device, rng, tm, tn, tk, ab, acc, block_
     stored, so on CUDA it stays in tensor-core registers across the K loop (tw::mtile)."""
     from tilewarp.block.storage import accumulators
 
-    mod = load_module(PLAIN.format(tm=tm, tn=tn, tk=tk, ab=f"wp.{ab}", acc=f"wp.{acc}"), "tilewarp")
+    mod = load_module(PLAIN.format(tm=tm, tn=tn, tk=tk, ab=f"wp.{ab}", acc=f"wp.{acc}", tail=STORE), "tilewarp")
     fn = mod.gemm.ir_for(block_dim)
     assert set(accumulators(fn, block_dim).values()) == {1 if ab == "float16" else 2}
     bm, bn, kt = 2, 3, 5
