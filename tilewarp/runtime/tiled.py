@@ -56,7 +56,9 @@ def block_shape(kernel, dim, block_dim: int):
                 uniform.add((k, n))
             elif tail == 1 and dims[k] % block_dim == 0:  # the innermost dimension, whole blocks wide
                 lane.add((k, n))
-        shape = BlockShape(block_dim, frozenset(uniform), cuda_threads(fn, block_dim, uniform), frozenset(lane))
+        blocks = -(-b.size // block_dim) if block_dim else 0
+        shape = BlockShape(block_dim, frozenset(uniform), cuda_threads(fn, block_dim, uniform, blocks),
+                           frozenset(lane))
         if len(memo) < 64:
             memo[key] = shape
     return shape
@@ -68,8 +70,15 @@ ELEMENTS_PER_THREAD = 8
 LANE_WORDS_PER_THREAD = 64
 
 
-def cuda_threads(fn, block_dim: int, uniform: set) -> int:
-    """CUDA threads per block, for a kernel that reads memory: halved from one per lane while each
+#: a launch of fewer blocks keeps one CUDA thread per lane: its blocks alone do not fill the device
+#: (an H100 holds 132 SMs x 32 blocks), so fewer threads would only mean less parallel work (the
+#: tile N-body example, 64 blocks of 64 lanes, ran at half Warp's speed on one warp per block)
+MANY_BLOCKS = 1024
+
+
+def cuda_threads(fn, block_dim: int, uniform: set, blocks: int = MANY_BLOCKS) -> int:
+    """CUDA threads per block, for a kernel that reads memory in a launch of at least MANY_BLOCKS
+    blocks: halved from one per lane while each
     thread would hold at most 8 elements of the largest tile and 8 lanes (64 words of per-lane
     values), down to one warp. A thread then has several loads in flight, and a one-warp block
     reduces without barriers. Measured on an H100 (benchmarks/RESULTS.md): the tile sum of squares
@@ -83,7 +92,7 @@ def cuda_threads(fn, block_dim: int, uniform: set) -> int:
     reads = any(isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and s.op.builtin.name in ("load", "tile_load")
                 for s in ir.walk(fn.body))
     threads = block_dim
-    if reads and block_dim % 32 == 0:
+    if reads and block_dim % 32 == 0 and blocks >= MANY_BLOCKS:
         biggest = max([v.type.size for v in fn.values if T.is_tile(v.type)], default=0)
         varying = analyse(fn, frozenset(uniform)).varying
         words = sum(-(-T.type_size(v.type) // 4) for v in fn.values if id(v) in varying)
