@@ -195,6 +195,50 @@ template <typename T, typename S, int P, int K> struct is_tile<mtile<T, S, P, K>
 template <typename X> struct is_mtile { static constexpr bool value = false; };
 template <typename T, typename S, int P, int K> struct is_mtile<mtile<T, S, P, K>> { static constexpr bool value = true; };
 
+#if TW_IS_CUDA
+// Without tensor cores (float32, or shapes the mma tiles do not divide): each thread computes RM x RN
+// outputs from registers through the whole K loop, 2 (RM + RN) shared reads per RM RN multiply-adds
+// instead of two per multiply-add. A thread's rows are GM apart and its columns GN apart, so a
+// warp's reads of B and writes of the output fall on consecutive words (no bank conflicts) and its
+// reads of A are broadcasts.
+template <int RM, int RN, typename D, typename A, typename B, typename C, typename S>
+TW_FUNC void matmul_blocked(D& out, const A& a, const B& b, const C& c, S alpha, S beta) {
+    constexpr int M = A::shape::extent(0), K = A::shape::extent(1), N = B::shape::extent(1);
+    constexpr int GM = M / RM, GN = N / RN;
+    typedef typename D::value_type T;
+    typedef typename pick<same_tile<typename A::value_type, half>::value, float, T>::type Acc;
+    for (int t = (int)threadIdx.x; t < GM * GN; t += A::threads) {
+        const int mt = t / GN, nt = t % GN;
+        Acc acc[RM][RN];
+        TW_UNROLL
+        for (int i = 0; i < RM; ++i)
+            TW_UNROLL
+            for (int j = 0; j < RN; ++j) acc[i][j] = Acc(0);
+#pragma unroll 4
+        for (int k = 0; k < K; ++k) {
+            Acc av[RM], bv[RN];
+            TW_UNROLL
+            for (int i = 0; i < RM; ++i) av[i] = cast<Acc>(a.data[(mt + i * GM) * K + k]);
+            TW_UNROLL
+            for (int j = 0; j < RN; ++j) bv[j] = cast<Acc>(b.data[k * N + nt + j * GN]);
+            TW_UNROLL
+            for (int i = 0; i < RM; ++i)
+                TW_UNROLL
+                for (int j = 0; j < RN; ++j) acc[i][j] = av[i] * bv[j] + acc[i][j];
+        }
+        TW_UNROLL
+        for (int i = 0; i < RM; ++i)
+            TW_UNROLL
+            for (int j = 0; j < RN; ++j) {
+                const int e = (mt + i * GM) * N + nt + j * GN;
+                Acc v = cast<Acc>(alpha) * acc[i][j];
+                if (beta != S(0)) v = v + cast<Acc>(beta) * cast<Acc>(c.at(e, e));
+                out.at(e, e) = cast<T>(v);
+            }
+    }
+}
+#endif
+
 // true where a tensor-core path did the product
 template <typename D, typename A, typename B, typename C, typename S>
 TW_FUNC bool tile_matmul_mma(D& out, const A& a, const B& b, const C& c, S alpha, S beta) {
@@ -216,6 +260,12 @@ TW_FUNC bool tile_matmul_mma(D& out, const A& a, const B& b, const C& c, S alpha
         if constexpr (same_tile<T, double>::value) matmul_dmma<L::TM, L::TN>(a, b, init, done);
         else matmul_hmma<L::TM, L::TN>(a, b, init, done);
         block_sync();  // the operands may be rewritten next
+        return true;
+    } else if constexpr (kind == 0 && is_rowmajor_shared<D>::value && is_rowmajor_shared<A>::value &&
+                         is_rowmajor_shared<B>::value && is_rowmajor_shared<C>::value && A::threads % 32 == 0) {
+        block_sync();
+        matmul_blocked<(op::M % 4 == 0 ? 4 : 1), (op::N % 4 == 0 ? 4 : 1)>(out, a, b, c, alpha, beta);
+        block_sync();
         return true;
     } else if constexpr (kind != 0) {
         typedef mma_tiling<kind, op::M, op::N> L;
