@@ -146,10 +146,11 @@ def get_module(name) -> Module:
     return mod
 
 
-def _kernels_of(names: set | None) -> list:
+def _kernels_of(wanted) -> list:
+    """The kernels declared in the Python modules whose name ``wanted(name)`` accepts."""
     from .kernel import _DECLARED
 
-    return [k for (mod, _), ks in list(_DECLARED.items()) if names is None or mod in names for k in list(ks)]
+    return [k for (mod, _), ks in list(_DECLARED.items()) if wanted(mod) for k in list(ks)]
 
 
 def _build(kernels, device) -> int:
@@ -178,18 +179,12 @@ def load_module(module=None, device=None, recursive: bool = False) -> int:
     instead of at their first launch.
     ``recursive`` includes its submodules. Returns how many kernels were built."""
     name = _module_name(module, 1)
-    names = {n for (n, _) in _kernels_index() if n == name or (recursive and n.startswith(name + "."))}
-    return _build(_kernels_of(names), device)
+    return _build(_kernels_of(lambda n: n == name or (recursive and n.startswith(name + "."))), device)
 
 
 def force_load(device=None, modules=None) -> int:
     """Warp's ``wp.force_load``: compile the kernels of ``modules`` (default: every module that
     declared kernels) for ``device``."""
     names = None if modules is None else {_module_name(m, 1) for m in modules}
-    return _build(_kernels_of(names), device)
+    return _build(_kernels_of(lambda n: names is None or n in names), device)
 
-
-def _kernels_index():
-    from .kernel import _DECLARED
-
-    return list(_DECLARED)

@@ -14,7 +14,6 @@
 
 namespace tw {
 namespace detail {
-template <typename X, typename Y> using same_type = same_tile<X, Y>;  // any two types
 template <bool B, typename X, typename Y> struct pick { typedef X type; };
 template <typename X, typename Y> struct pick<false, X, Y> { typedef Y type; };
 
@@ -23,16 +22,16 @@ template <typename D, typename A, typename B, typename C> struct mma_operands {
     static constexpr bool layout = is_rowmajor_shared<D>::value && is_rowmajor_shared<A>::value &&
                                    is_rowmajor_shared<B>::value && is_rowmajor_shared<C>::value &&
                                    A::threads % 32 == 0;
-    static constexpr bool f16 = layout && same_type<typename A::value_type, half>::value &&
-                                same_type<typename B::value_type, half>::value &&
-                                (same_type<typename D::value_type, float>::value ||
-                                 same_type<typename D::value_type, half>::value) &&
-                                same_type<typename C::value_type, typename D::value_type>::value &&
+    static constexpr bool f16 = layout && same_tile<typename A::value_type, half>::value &&
+                                same_tile<typename B::value_type, half>::value &&
+                                (same_tile<typename D::value_type, float>::value ||
+                                 same_tile<typename D::value_type, half>::value) &&
+                                same_tile<typename C::value_type, typename D::value_type>::value &&
                                 M % 16 == 0 && N % 8 == 0 && K % 16 == 0;
-    static constexpr bool f64 = layout && same_type<typename A::value_type, double>::value &&
-                                same_type<typename B::value_type, double>::value &&
-                                same_type<typename D::value_type, double>::value &&
-                                same_type<typename C::value_type, double>::value && M % 8 == 0 &&
+    static constexpr bool f64 = layout && same_tile<typename A::value_type, double>::value &&
+                                same_tile<typename B::value_type, double>::value &&
+                                same_tile<typename D::value_type, double>::value &&
+                                same_tile<typename C::value_type, double>::value && M % 8 == 0 &&
                                 N % 8 == 0 && K % 4 == 0;
 };
 
@@ -261,8 +260,7 @@ TW_FUNC bool tile_matmul_mma(D& out, const A& a, const B& b, const C& c, S alpha
         else matmul_hmma<L::TM, L::TN>(a, b, init, done);
         block_sync();  // the operands may be rewritten next
         return true;
-    } else if constexpr (kind == 0 && is_rowmajor_shared<D>::value && is_rowmajor_shared<A>::value &&
-                         is_rowmajor_shared<B>::value && is_rowmajor_shared<C>::value && A::threads % 32 == 0) {
+    } else if constexpr (kind == 0 && op::layout) {
         block_sync();
         matmul_blocked<(op::M % 4 == 0 ? 4 : 1), (op::N % 4 == 0 ? 4 : 1)>(out, a, b, c, alpha, beta);
         block_sync();

@@ -92,6 +92,7 @@ template <typename T, typename S, int P, typename L> struct is_tile<stile<T, S, 
 }  // namespace detail
 
 namespace detail {
+// whether two types (tiles or any others) are one
 template <typename X, typename Y> struct same_tile { static constexpr bool value = false; };
 template <typename X> struct same_tile<X, X> { static constexpr bool value = true; };
 template <typename X> struct is_rowmajor_shared { static constexpr bool value = false; };
