@@ -12,6 +12,7 @@
 #   ncu       Nsight Compute of the hand-written and tilewarp's sum of squares and row sum
 #   matmul    tile GEMM at 4096^3 against torch (and warp-lang after `warp`)
 #   mmprobe   Nsight Compute and SASS instruction counts of the float16 tile GEMM
+#   mmtests   the tile_matmul and seed-program tests on cuda:0
 #   diag      gradcheck summary of the atomics-with-contention kernel on cpu and cuda:0
 #   tiles     tests/tiles on cuda:0
 #   install   build the wheel, install it (non-editable) into an empty folder, then, in the first
@@ -62,11 +63,17 @@ for STEP in "$@"; do
   matmul)  # tile GEMM 4096^3 (tilewarp, torch; warp-lang too after a `warp` step), two tile shapes
     MODS=tilewarp,torch; [ -n "$WITH_WARP" ] && MODS=tilewarp,warp,torch
     timeout 250 python -m benchmarks.matmul --device cuda:0 --modules $MODS 2>&1 | tee "$OUT/matmul_64.txt"
-    for cfg in 64,64,64:128 128,64,32:128 128,128,32:256 128,128,64:256 128,64,64:256; do
-      echo "-- tile ${cfg%%:*} block_dim ${cfg##*:}"
-      timeout 100 python -m benchmarks.matmul --device cuda:0 --modules tilewarp --tile ${cfg%%:*} --block_dim ${cfg##*:} \
-        --dtypes float16,float64 2>&1 | grep -v "^dtype"
+    for cfg in 64,64,64:128 128,64,64:128 64,128,64:128 128,128,64:256 128,128,32:256 128,256,64:256; do
+      for mb in 1 2; do  # TILEWARP_MIN_BLOCKS: __launch_bounds__' blocks per SM (caps registers)
+        echo "-- tile ${cfg%%:*} block_dim ${cfg##*:} min_blocks $mb"
+        TILEWARP_MIN_BLOCKS=$mb timeout 100 python -m benchmarks.matmul --device cuda:0 --modules tilewarp \
+          --tile ${cfg%%:*} --block_dim ${cfg##*:} --dtypes float16 2>&1 | grep -v "^dtype"
+      done
     done 2>&1 | tee "$OUT/matmul_tiles.txt" ;;
+  mmtests)  # the tile_matmul tests on cuda:0 (tensor-core paths: mma.sync, wgmma)
+    TILEWARP_TEST_DEVICES=cuda:0 timeout 200 python -m pytest -q -p no:cacheprovider --tb=short \
+      tests/tiles/test_tile_matmul.py tests/tiles/test_seed_programs.py > "$OUT/mm_tests.txt" 2>&1
+    grep -E "^(FAILED|ERROR)|passed|failed|^E  " "$OUT/mm_tests.txt" | head -30 ;;
   mmprobe)  # Nsight Compute and the SASS of the float16 tile GEMM
     M="--section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis"
     TILEWARP_CACHE_DIR=/tmp/mm-cache timeout 200 ncu --clock-control none -k regex:"^gemm" --launch-skip 1 --launch-count 1 $M \

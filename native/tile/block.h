@@ -51,7 +51,7 @@
 #define TW_ONCE_BEGIN if (threadIdx.x == 0) {
 #define TW_ONCE_END }
 // Shared memory of the block: the planned tiles live at fixed offsets of one dynamic allocation.
-#define TW_BLOCK_SMEM(BYTES) extern __shared__ __align__(16) unsigned char tw_smem[]
+#define TW_BLOCK_SMEM(BYTES) extern __shared__ __align__(1024) unsigned char tw_smem[]
 // P threads per block; the grid strides over blocks of BD lanes. DEFERRED holds what a thread
 // defers over the blocks it runs (combined atomics: tilewarp/block/combine.py), done at its end.
 #define TW_BLOCK_KERNEL_ENTRY(NAME, ARGS, BODY, DEFERRED, BD, P)                              \

@@ -92,15 +92,16 @@ bool for_contiguous_rows(const array_t<T, D>& a, const int64_t (&offset)[D], con
 }
 #endif
 #if TW_IS_CUDA
-// A row-major shared tile whose box lies inside the array, with contiguous rows whose starts and
-// lengths are multiples of 16 bytes, is copied in 16-byte pieces by cp.async (global to shared
-// without a register round trip; the block waits for its copies, then syncs): an operand tile of
-// a GEMM moves in 1/8 of the instructions of float16 element loads. False where it does not apply.
+// A row-major (or swizzled: its 16-byte pieces stay whole) shared tile whose box lies inside the
+// array, with contiguous rows whose starts and lengths are multiples of 16 bytes, is copied in
+// 16-byte pieces by cp.async (global to shared without a register round trip; the block waits for
+// its copies, then syncs): an operand tile of a GEMM moves in 1/8 of the instructions of float16
+// element loads. False where it does not apply.
 template <bool Wait, typename X, typename T, int D>
 TW_FUNC bool async_copy_box(X& out, const array_t<T, D>& a, const int64_t (&offset)[D]) {
     typedef typename X::shape S;
     constexpr int inner = S::extent(S::ndim - 1), piece = 16 / (int)sizeof(T);
-    if constexpr (!is_rowmajor_shared<X>::value || 16 % sizeof(T) != 0 || (inner * sizeof(T)) % 16 != 0) {
+    if constexpr (!(is_rowmajor_shared<X>::value || is_swizzled<X>::value) || 16 % sizeof(T) != 0 || (inner * sizeof(T)) % 16 != 0) {
         return false;
     } else {
         bool ok = a.data != nullptr && a.strides[D - 1] == (int64_t)sizeof(T) &&
@@ -124,7 +125,7 @@ TW_FUNC bool async_copy_box(X& out, const array_t<T, D>& a, const int64_t (&offs
             TW_UNROLL
             for (int k = 0; k + 1 < S::ndim; ++k) row += ((e0 / S::stride(k)) % S::extent(k)) * a.strides[d_of<S, D>(k)];
             const char* src = byte_ptr(a.data) + row + (c % per_row) * 16;
-            const unsigned dst = (unsigned)__cvta_generic_to_shared(out.data + e0 + (c % per_row) * piece);
+            const unsigned dst = (unsigned)__cvta_generic_to_shared(out.data + X::place::offset(e0 + (c % per_row) * piece));
             asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
         }
         if (Wait) {  // else a tile_load right after this one waits for both (emit/cpp.py: Wait=false)
@@ -157,6 +158,19 @@ TW_FUNC void tile_load(X& out, const array_t<T, D>& a, I... i) {
 #else
     if (detail::async_copy_box<Wait>(out, a, o)) return;
     asm volatile("cp.async.wait_all;\n" ::: "memory");  // an earlier load's copies, published below
+    if constexpr (X::shared && TW_TILE_REGS(X::size, X::threads) > 4) {
+        // into memory, a few elements in flight: the whole tile's (unrolled) would hold registers
+        // that the rest of the kernel (a GEMM's accumulators) needs
+        block_sync();
+#pragma unroll 4
+        for (int e = lane_index(); e < X::size; e += X::threads) {
+            T* p;
+            const bool inside = detail::tile_place<typename X::shape, X::threads>(a, a.data, o, e / X::threads, e, p);
+            out.at(e / X::threads, e) = detail::read_if(inside, (const T*)p);
+        }
+        block_sync();
+        return;
+    }
 #endif
     tile_fill_with(out, [&](int r, int e) {
         T* p;
@@ -184,13 +198,13 @@ TW_FUNC void tile_store(const array_t<T, D>& a, const X& t, I... i) {
 }
 
 // a tensor-core accumulator tile: each slot's element from the tile's own layout
-template <typename TT, typename S, int P, int K, typename T, int D, typename... I>
-TW_FUNC void tile_store(const array_t<T, D>& a, const mtile<TT, S, P, K>& t, I... i) {
+template <typename TT, typename S, int P, int K, int W, typename T, int D, typename... I>
+TW_FUNC void tile_store(const array_t<T, D>& a, const mtile<TT, S, P, K, W>& t, I... i) {
     int64_t o[D];
     detail::offsets(o, i...);
     TW_UNROLL
     for (int r = 0; r < TW_TILE_REGS(S::size, P); ++r) {
-        const int e = mtile<TT, S, P, K>::element(r);
+        const int e = mtile<TT, S, P, K, W>::element(r);
         T* p;
         if (detail::element_place<S>(a, a.data, o, e, p)) *p = t.at(r, e);
     }

@@ -9,8 +9,13 @@
 // Each warp owns whole warp tiles of the output (several mma tiles, so every fragment it reads
 // from shared memory feeds more than one mma) and keeps their accumulators in registers for the
 // whole K loop; out = alpha * acc + beta * c is written once at the end.
+//   * Kind 3, float16 operands in the swizzled layout (tile.h swizzled_t) into a register
+//     accumulator: on sm_90a each warpgroup (128 threads) multiplies 64 x WN output tiles with
+//     wgmma.mma_async straight from shared memory (wgmma.h); elsewhere the same accumulator layout
+//     is filled by mma.m16n8k16.
 #pragma once
 #include "tile.h"
+#include "wgmma.h"
 
 namespace tw {
 namespace detail {
@@ -152,6 +157,94 @@ template <int Kind, int M, int N> struct mma_tiling {
     static constexpr int WM = (Kind == 1 ? 16 : 8) * TM, WN = 8 * TN, per_tile = TM * TN * (Kind == 1 ? 4 : 2);
     static constexpr int tiles = (M / WM) * (N / WN);
 };
+// Kind 3: warpgroup g owns output tiles g, g + G, ... (G = P / 128 warpgroups) of 64 rows x WN
+// columns (block/storage.py picks WN); in each, warp w of the group holds rows 16 w .. 16 w + 15 as
+// an m16n8 accumulator per 8 columns - the register layout of wgmma's m64nNk16 accumulators.
+template <int M, int N, int P, int WN> struct wg_tiling {
+    static constexpr int groups = P / 128, across = N / WN, tiles = (M / 64) * across, per_tile = WN / 2;
+    static_assert(P % 128 == 0 && M % 64 == 0 && WN % 16 == 0 && N % WN == 0 && tiles % groups == 0,
+                  "whole warpgroup tiles for every warpgroup");
+};
+#if TW_IS_CUDA
+// The thread index read by a volatile asm, which the compiler cannot hoist above the K loop's asm:
+// otherwise it computes every slot's element before the loop and holds them all in registers.
+TW_FUNC int thread_here() {
+    int t;
+    asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(t));
+    return t;
+}
+template <int M, int N, int P, int WN> TW_FUNC int wg_element(int slot) {
+    typedef wg_tiling<M, N, P, WN> L;
+    const int t = thread_here(), lane = t & 31, warp = (t >> 5) & 3, g = lane >> 2, q = lane & 3;
+    const int tile = (t >> 7) + (slot / L::per_tile) * L::groups, s = slot % L::per_tile;
+    const int m0 = (tile / L::across) * 64, n0 = (tile % L::across) * WN, h = s % 4;
+    return (m0 + 16 * warp + g + 8 * (h >> 1)) * N + n0 + 8 * (s / 4) + 2 * q + (h & 1);
+}
+
+// A shared-memory matrix descriptor of wgmma: start, leading and stride byte offsets, swizzle mode
+// of a strip `bytes` wide (128 -> 1, 64 -> 2, 32 -> 3)
+TW_FUNC unsigned long long wg_descriptor(const void* p, int leading, int stride, int bytes) {
+    const unsigned long long mode = bytes == 128 ? 1 : bytes == 64 ? 2 : 3;
+    return (unsigned long long)((shared_address(p) & 0x3FFFF) >> 4) |
+           ((unsigned long long)((leading >> 4) & 0x3FFF) << 16) |
+           ((unsigned long long)((stride >> 4) & 0x3FFF) << 32) | (mode << 62);
+}
+
+// acc (this thread's slots, wg_element order) += A @ B for swizzled float16 operands. The caller has
+// fenced the operands' generic-proxy writes (cp.async, stores) for the async proxy and synced.
+template <int WN, typename A, typename B> TW_FUNC void matmul_wgmma(float* acc, const A& a, const B& b) {
+    constexpr int M = A::shape::extent(0), K = A::shape::extent(1), N = B::shape::extent(1);
+    constexpr int WA = is_swizzled<A>::strip, WB = is_swizzled<B>::strip;
+    typedef wg_tiling<M, N, A::threads, WN> L;
+    const int group = (int)threadIdx.x >> 7;
+#if defined(TW_HAS_WGMMA)
+    if (((shared_address(a.data) | shared_address(b.data)) & 1023) == 0) {  // the swizzle's phase
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+        TW_UNROLL
+        for (int i = 0; i < L::tiles / L::groups; ++i) {
+            const int tile = group + i * L::groups, m0 = (tile / L::across) * 64, n0 = (tile % L::across) * WN;
+            TW_UNROLL
+            for (int k0 = 0; k0 < K; k0 += 16) {
+                // A: K-major, k0 inside a strip moves the start along the (unswizzled) row
+                const unsigned long long da =
+                    wg_descriptor(a.data + (k0 / WA) * M * WA + m0 * WA + k0 % WA, 16, 8 * WA * 2, WA * 2);
+                // B: N-major, strips of WB columns K * WB elements apart
+                const unsigned long long db =
+                    wg_descriptor(b.data + (n0 / WB) * K * WB + k0 * WB, K * WB * 2, 8 * WB * 2, WB * 2);
+                wgmma_f16<WN>::run(acc + i * L::per_tile, da, db);
+            }
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        return;
+    }
+#endif
+    // mma.m16n8k16 into the same registers: ldmatrix rows found through the swizzled layout
+    const int lane = (int)threadIdx.x & 31, warp = ((int)threadIdx.x >> 5) & 3;
+    for (int i = 0; i < L::tiles / L::groups; ++i) {
+        const int tile = group + i * L::groups, m0 = (tile / L::across) * 64 + 16 * warp, n0 = (tile % L::across) * WN;
+        for (int k0 = 0; k0 < K; k0 += 16) {
+            unsigned fa[4];
+            const unsigned pa = shared_address(a.data + A::place::offset((m0 + (lane & 15)) * K + k0 + (lane >> 4) * 8));
+            asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                         : "=r"(fa[0]), "=r"(fa[1]), "=r"(fa[2]), "=r"(fa[3]) : "r"(pa));
+            for (int j = 0; j < WN / 8; ++j) {
+                unsigned fb[2];
+                const unsigned pb = shared_address(b.data + B::place::offset((k0 + (lane & 15)) * N + n0 + 8 * j));
+                asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
+                             : "=r"(fb[0]), "=r"(fb[1]) : "r"(pb));
+                float* d = acc + i * L::per_tile + 4 * j;
+                asm volatile(
+                    "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+                    "{%8,%9}, {%0,%1,%2,%3};\n"
+                    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                    : "r"(fa[0]), "r"(fa[1]), "r"(fa[2]), "r"(fa[3]), "r"(fb[0]), "r"(fb[1]));
+            }
+        }
+    }
+}
+#endif
+
 #if TW_IS_CUDA
 // The output element a thread's accumulator `slot` holds (slots numbered as matmul_hmma/dmma do).
 template <int Kind, int M, int N, int P> TW_FUNC int mma_element(int slot) {
@@ -173,7 +266,7 @@ template <int Kind, int M, int N, int P> TW_FUNC int mma_element(int slot) {
 // tile_matmul output that only accumulates, is copied around its K loop and stored): the sums stay
 // in registers between calls. Slot r of a thread holds element element(r); on the CPU (one thread
 // per block) slot r is element r, as in rtile.
-template <typename T, typename S, int P, int Kind> struct mtile {
+template <typename T, typename S, int P, int Kind, int WN = 0> struct mtile {
     typedef T value_type;
     typedef S shape;
     static constexpr int size = S::size, threads = P;
@@ -181,18 +274,24 @@ template <typename T, typename S, int P, int Kind> struct mtile {
     T data[TW_TILE_REGS(S::size, P)];
     TW_FUNC T& at(int r, int) { return data[r]; }
     TW_FUNC const T& at(int r, int) const { return data[r]; }
+    static constexpr int kind = Kind, columns = WN;
 #if TW_IS_CUDA
-    static_assert(detail::mma_tiling<Kind, S::extent(0), S::extent(1)>::tiles % (P / 32) == 0,
+    static_assert(Kind == 3 || detail::mma_tiling<Kind, S::extent(0), S::extent(1)>::tiles % (P / 32) == 0,
                   "every warp owns as many warp tiles");
-    TW_FUNC static int element(int r) { return detail::mma_element<Kind, S::extent(0), S::extent(1), P>(r); }
+    TW_FUNC static int element(int r) {
+        if constexpr (Kind == 3) return detail::wg_element<S::extent(0), S::extent(1), P, WN>(r);
+        else return detail::mma_element<Kind, S::extent(0), S::extent(1), P>(r);
+    }
 #else
     TW_FUNC static int element(int r) { return r; }
 #endif
 };
 namespace detail {
-template <typename T, typename S, int P, int K> struct is_tile<mtile<T, S, P, K>> { static constexpr bool value = true; };
+template <typename T, typename S, int P, int K, int W> struct is_tile<mtile<T, S, P, K, W>> { static constexpr bool value = true; };
 template <typename X> struct is_mtile { static constexpr bool value = false; };
-template <typename T, typename S, int P, int K> struct is_mtile<mtile<T, S, P, K>> { static constexpr bool value = true; };
+template <typename T, typename S, int P, int K, int W> struct is_mtile<mtile<T, S, P, K, W>> { static constexpr bool value = true; };
+template <typename X> struct mtile_kind { static constexpr int value = 0; };
+template <typename T, typename S, int P, int K, int W> struct mtile_kind<mtile<T, S, P, K, W>> { static constexpr int value = K; };
 
 #if TW_IS_CUDA
 // Without tensor cores (float32, or shapes the mma tiles do not divide): each thread computes RM x RN
@@ -246,7 +345,22 @@ TW_FUNC bool tile_matmul_mma(D& out, const A& a, const B& b, const C& c, S alpha
     constexpr int kind = op::f16 ? 1 : op::f64 ? 2 : 0;
     typedef typename D::value_type T;
     typedef typename pick<same_tile<T, double>::value, double, float>::type Acc;
-    if constexpr (is_mtile<D>::value) {  // the sums stay in registers
+    if constexpr (mtile_kind<D>::value == 3) {  // warpgroup tiles, float32 sums in registers
+        static_assert(same_tile<D, C>::value && is_swizzled<A>::value && is_swizzled<B>::value, "wgmma operands");
+        constexpr int R = TW_TILE_REGS(D::size, D::threads);
+        float acc[R];
+        TW_UNROLL
+        for (int s = 0; s < R; ++s) acc[s] = alpha == S(1) ? (float)beta * c.data[s] : 0.0f;
+#if defined(TW_HAS_WGMMA)
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // operands seen by wgmma
+#endif
+        block_sync();
+        matmul_wgmma<D::columns>(acc, a, b);
+        TW_UNROLL
+        for (int s = 0; s < R; ++s) out.data[s] = alpha == S(1) ? acc[s] : (float)alpha * acc[s] + (float)beta * c.data[s];
+        block_sync();  // the operands may be rewritten next
+        return true;
+    } else if constexpr (is_mtile<D>::value) {  // the sums stay in registers
         static_assert(same_tile<D, C>::value && is_rowmajor_shared<A>::value && is_rowmajor_shared<B>::value &&
                           same_tile<typename A::value_type, typename pick<same_tile<T, double>::value, double, half>::type>::value,
                       "a register accumulator takes tensor-core products of shared tiles");

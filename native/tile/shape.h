@@ -97,8 +97,8 @@ TW_FUNC void tile_matmul(D& out, const A& a, const B& b, const C& c, S alpha, S 
         return cast<T>(beta == S(0) ? v : add(v, mul(cast<Acc>(beta), cast<Acc>(c.at(r, e)))));
     });
 }
-template <typename A, typename B, typename C, typename D, typename S>
-TW_FUNC void adj_tile_matmul(const A& a, const B& b, A& adj_a, B& adj_b, C& adj_c, S alpha, S beta, const D& adj_out) {
+template <typename A, typename B, typename AA, typename AB, typename C, typename D, typename S>
+TW_FUNC void adj_tile_matmul(const A& a, const B& b, AA& adj_a, AB& adj_b, C& adj_c, S alpha, S beta, const D& adj_out) {
     constexpr int M = A::shape::extent(0), K = A::shape::extent(1), N = B::shape::extent(1);
     typedef typename A::value_type TA;
     typedef typename C::value_type TC;

@@ -68,6 +68,24 @@ template <typename S> struct layout<S, contiguous_t> {
     TW_FUNC static constexpr int stride(int k) { return S::stride(k); }
 };
 
+// The operand layout of Hopper's warpgroup MMA (mma.h, wgmma) for a 2-D tile: strips of W
+// columns (W E = 128, 64 or 32 bytes, E the element size) one after the other, each strip
+// row-major, and within a strip the 16-byte pieces of a row permuted by an XOR with bits of the
+// row's byte address (the PTX ISA's Swizzle<B,4,3>): tensor-core reads and the 16-byte cp.async
+// writes of consecutive rows then fall in different banks. Positions have no strides, so no view
+// is ever taken of such a tile (block/storage.py).
+template <int W, int E> struct swizzled_t {};
+template <typename S, int W, int E> struct layout<S, swizzled_t<W, E>> {
+    static_assert(S::ndim == 2 && S::extent(1) % W == 0 && S::extent(0) % 8 == 0, "whole strips of 8-row groups");
+    TW_FUNC static int offset(int e) {
+        constexpr int C = S::extent(1), R = S::extent(0);
+        const int r = e / C, c = e % C;
+        int b = (r * W + c % W) * E;
+        b ^= ((b >> 7) & (W * E / 16 - 1)) << 4;
+        return (c / W) * R * W + b / E;
+    }
+};
+
 template <typename T, typename S, int P, typename L = contiguous_t> struct stile {
     typedef T value_type;
     typedef S shape;
@@ -98,6 +116,11 @@ template <typename X> struct same_tile<X, X> { static constexpr bool value = tru
 template <typename X> struct is_rowmajor_shared { static constexpr bool value = false; };
 template <typename T, typename S, int P> struct is_rowmajor_shared<stile<T, S, P, contiguous_t>> {
     static constexpr bool value = true;
+};
+template <typename X> struct is_swizzled { static constexpr bool value = false; };
+template <typename T, typename S, int P, int W, int E> struct is_swizzled<stile<T, S, P, swizzled_t<W, E>>> {
+    static constexpr bool value = true;
+    static constexpr int strip = W;  // columns
 };
 }  // namespace detail
 template <typename X> using decay_t = typename detail::remove_cvref<X>::type;

@@ -86,20 +86,29 @@ def test_tile_gemm(device, rng, tm, tn, tk, ab, acc, block_dim):
 
 
 
-@pytest.mark.parametrize("tm,tn,tk,ab,acc,block_dim", [
-    (64, 64, 32, "float16", "float32", 128),  # 4 warps, one 32 x 32 warp tile each
-    (32, 64, 16, "float16", "float32", 64),   # 2 warps, two warp tiles each
-    (32, 16, 16, "float16", "float16", 32),
-    (32, 32, 8, "float64", "float64", 64),
+# (tile M, N, K, operand dtype, sum dtype, block_dim, mtile kind): wgmma ("3, <columns a warpgroup
+# owns>") where a warpgroup's 64-row tiles fit, else mma.sync warp tiles (1: float16, 2: float64)
+@pytest.mark.parametrize("tm,tn,tk,ab,acc,block_dim,kind", [
+    (64, 64, 32, "float16", "float32", 128, "3, 64"),     # one warpgroup, one 64 x 64 tile
+    (128, 128, 64, "float16", "float32", 256, "3, 128"),  # two warpgroups, a 64 x 128 tile each
+    (128, 64, 16, "float16", "float32", 256, "3, 64"),
+    (64, 96, 48, "float16", "float32", 128, "3, 32"),     # 32-column strips (64-byte swizzle)
+    (64, 128, 16, "float16", "float32", 256, "3, 64"),    # two warpgroups side by side
+    (32, 64, 16, "float16", "float32", 64, 1),            # 2 warps, two warp tiles each
+    (32, 16, 16, "float16", "float16", 32, 1),
+    (32, 32, 8, "float64", "float64", 64, 2),
 ])
-def test_gemm_with_register_accumulator(device, rng, tm, tn, tk, ab, acc, block_dim):
+def test_gemm_with_register_accumulator(device, rng, tm, tn, tk, ab, acc, block_dim, kind):
     """The chapter's GEMM as written: its accumulator is only zeroed, accumulated into, carried and
-    stored, so on CUDA it stays in tensor-core registers across the K loop (tw::mtile)."""
+    stored, so on CUDA it stays in tensor-core registers across the K loop (tw::mtile), and where
+    wgmma applies the operand tiles take its swizzled layout."""
     from tilewarp.block.storage import accumulators
 
     mod = load_module(PLAIN.format(tm=tm, tn=tn, tk=tk, ab=f"wp.{ab}", acc=f"wp.{acc}", tail=STORE), "tilewarp")
     fn = mod.gemm.ir_for(block_dim)
-    assert set(accumulators(fn, block_dim).values()) == {1 if ab == "float16" else 2}
+    kinds, swizzled = accumulators(fn, block_dim)
+    assert set(kinds.values()) == {kind}
+    assert len(swizzled) == (2 if kind not in (1, 2) else 0)
     bm, bn, kt = 2, 3, 5
     m, n, k = bm * tm, bn * tn, kt * tk
     a = rng.uniform(-1, 1, (m, k)).astype(_np(ab))

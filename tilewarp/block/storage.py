@@ -17,6 +17,7 @@ from ..builtins.tile import AXIS_SHARED, SHARED_ARGS, SHARED_RESULT, STORAGE_REQ
 from ..ir import nodes as ir
 
 ALIGN = 16
+SWIZZLE_ALIGN = 1024
 
 
 @dataclass
@@ -26,7 +27,8 @@ class Storage:
     bytes: int = 0
     views: dict = field(default_factory=dict)  # id(view) -> its element strides in its root's memory
     roots: dict = field(default_factory=dict)  # id(view) -> id of the tile owning the memory
-    mma: dict = field(default_factory=dict)    # id(tile) -> kind of tensor-core accumulator registers (mtile)
+    mma: dict = field(default_factory=dict)    # id(tile) -> mtile's template arguments after the threads
+    swizzled: dict = field(default_factory=dict)  # id(tile) -> (strip columns, element bytes): wgmma operands
 
 
 def tile_bytes(t) -> int:
@@ -199,14 +201,63 @@ def _mma_kind(op, threads: int) -> int:
     return kind if threads % 32 == 0 and tiles % (threads // 32) == 0 else 0
 
 
-def accumulators(fn: ir.Function, threads: int) -> dict:
-    """id(tile) -> mma kind for the tiles that can live in tensor-core accumulator registers: groups of
+def _wgmma_columns(op, threads: int) -> int:
+    """The output columns of one warpgroup tile (mma.h kind 3) for ``tile_matmul(a, b, out)`` of
+    float16 operands into float32 on ``threads`` CUDA threads, or 0 where wgmma tiles do not fit:
+    64-row tiles, as many per warpgroup, starting at whole strips of b's swizzled layout."""
+    a, b, c = (x.type for x in op.args)
+    m, k, n = a.shape[0], a.shape[1], b.shape[1]
+    if not (a.dtype is T.float16 and b.dtype is T.float16 and c.dtype is T.float32) \
+            or threads % 128 or m % 64 or k % 16 or n % 16 or m * n // threads > 128:
+        return 0
+    strip = _strip(n)
+    for wn in (256, 128, 64, 32, 16):
+        if wn % strip == 0 and n % wn == 0 and ((m // 64) * (n // wn)) % (threads // 128) == 0:
+            return wn
+    return 0
+
+
+def _strip(columns: int) -> int:
+    """Columns of a float16 tile's swizzle strips (128, 64 or 32 bytes wide: tile.h swizzled_t)."""
+    return 64 if columns % 64 == 0 else 32 if columns % 32 == 0 else 16
+
+
+def _wgmma_matmuls(stmts, threads: int) -> dict:
+    """id(stmt) -> warpgroup columns for the matmuls that take wgmma: besides the shapes, each operand
+    must be made only by tile_load and used only as an operand of such matmuls (its swizzled layout
+    has no strides, so no view or other reader may see it)."""
+    cand = {}
+    for s in stmts:
+        if isinstance(s.op, ir.Call) and s.op.builtin.name == "tile_matmul" and len(s.op.args) == 3:
+            wn = _wgmma_columns(s.op, threads)
+            if wn and s.dst.type == s.op.args[2].type:
+                cand[id(s)] = wn
+    made, read = {}, {}
+    for s in stmts:
+        if s.dst is not None:
+            made.setdefault(id(s.dst), []).append(s)
+        for k, a in enumerate(s.op.args if isinstance(s.op, (ir.Call, ir.FuncCall)) else (s.op.src,)):
+            read.setdefault(id(a), []).append((s, k))
+    while True:
+        def fits(x):
+            return all(d is not None and isinstance(d.op, ir.Call) and d.op.builtin.name == "tile_load"
+                       for d in made.get(id(x)) or [None]) \
+                and all(id(u) in cand and k < 2 for u, k in read.get(id(x), ()))
+        drop = [s for s in stmts if id(s) in cand and not (fits(s.op.args[0]) and fits(s.op.args[1]))]
+        if not drop:
+            return cand
+        for s in drop:
+            del cand[id(s)]
+
+
+def accumulators(fn: ir.Function, threads: int) -> tuple:
+    """(id(tile) -> mtile's kind arguments, id(tile) -> swizzle of the wgmma operands) for the tiles that can live in tensor-core accumulator registers: groups of
     tiles joined by ``tile_matmul(a, b, out)`` (out and its result) and by copies (a loop carrying
     ``out``), each made only by tile_zeros / tile_full / those products / copies within the group, and
     used only as such an ``out``, by those copies and by tile_store. Their sums then stay in registers
     across a K loop (no shared-memory accumulator read and written by every product)."""
     if threads % 32:
-        return {}
+        return {}, {}
     parent: dict = {}
 
     def find(x):
@@ -220,10 +271,11 @@ def accumulators(fn: ir.Function, threads: int) -> dict:
         parent[find(x)] = find(y)
 
     stmts = [s for s in ir.walk(fn.body) if isinstance(s, ir.Assign)]
+    wgmma = _wgmma_matmuls(stmts, threads)
     kinds = {}
     for s in stmts:
         if isinstance(s.op, ir.Call) and s.op.builtin.name == "tile_matmul" and len(s.op.args) == 3:
-            kind = _mma_kind(s.op, threads)
+            kind = f"3, {wgmma[id(s)]}" if id(s) in wgmma else _mma_kind(s.op, threads)
             if kind and s.dst.type == s.op.args[2].type:
                 union(id(s.dst), id(s.op.args[2]))
                 kinds[id(s)] = kind
@@ -253,16 +305,17 @@ def accumulators(fn: ir.Function, threads: int) -> dict:
         ks = kind_of.get(root, set())
         if root not in bad and len(ks) == 1:
             out.update(dict.fromkeys(members, ks.pop()))
-    return out
+    swizzled = {id(x): (_strip(x.type.shape[1]), 2) for s in stmts if id(s) in wgmma for x in s.op.args[:2]}
+    return out, swizzled
 
 
 def plan(fn: ir.Function, extra_shared=(), threads: int = 0) -> Storage:
     """Storage of every tile of ``fn`` and the shared-memory offsets (first fit by start position);
     ``threads``: the CUDA threads of a block, for the tensor-core accumulators (0: none)."""
     shared = choose(fn) | set(extra_shared)
-    mma = accumulators(fn, threads) if threads else {}
+    mma, swizzled = accumulators(fn, threads) if threads else ({}, {})
     shared -= set(mma)
-    out = Storage(shared=shared, mma=mma)
+    out = Storage(shared=shared, mma=mma, swizzled=swizzled)
     aliases(fn, out)
     into = accumulations(fn, out)
     sizes = {id(v): tile_bytes(v.type) for v in fn.values
@@ -272,12 +325,13 @@ def plan(fn: ir.Function, extra_shared=(), threads: int = 0) -> Storage:
     for vid in sorted(sizes, key=lambda v: (span.get(v, [0, 0])[0], -sizes[v])):
         lo, hi = span.get(vid, [0, 0])
         size = -(-sizes[vid] // ALIGN) * ALIGN
+        align = SWIZZLE_ALIGN if vid in swizzled else ALIGN  # the swizzle's phase follows the address
         live = sorted((o, n) for o, n, l_lo, l_hi in placed if not (l_hi < lo or hi < l_lo))
         offset = 0
         for o, n in live:  # the first gap big enough
             if offset + size <= o:
                 break
-            offset = max(offset, o + n)
+            offset = -(-max(offset, o + n) // align) * align
         placed.append((offset, size, lo, hi))
         out.offsets[vid] = offset
         out.bytes = max(out.bytes, offset + size)

@@ -69,8 +69,14 @@ def include_dirs(extra: bool = False) -> list[str]:
     return dirs
 
 
+def arch_name(arch: int) -> str:
+    """NVRTC's name for compute capability ``arch``: Hopper builds for sm_90a, whose wgmma the tile
+    GEMM uses (a CUBIN is for one exact architecture anyway, so nothing is lost)."""
+    return f"sm_{int(arch)}a" if int(arch) == 90 else f"sm_{int(arch)}"
+
+
 def _options(arch: int, defines: dict, debug: bool, fast_math: bool, extra_options, extra_includes):
-    opts = ["--std=c++17", f"--gpu-architecture=sm_{int(arch)}", "-DTW_CUDA=1"]
+    opts = ["--std=c++17", f"--gpu-architecture={arch_name(arch)}", "-DTW_CUDA=1"]
     opts += [f"-I{d}" for d in include_dirs(extra=extra_includes)]
     if debug:
         opts += ["-G", "-lineinfo", "-DTW_DEBUG=1"]

@@ -70,9 +70,10 @@ def shape_cpp(shape) -> str:
     return f"tw::shape_t<{', '.join(map(str, shape))}>"
 
 
-def tile_cpp(t, shared: bool, strides=None) -> str:
+def tile_cpp(t, shared: bool, strides=None, swizzle=None) -> str:
     kind = "stile" if shared else "rtile"
-    layout = f", tw::strides_t<{', '.join(map(str, strides))}>" if strides is not None else ""
+    layout = f", tw::strides_t<{', '.join(map(str, strides))}>" if strides is not None else \
+        f", tw::swizzled_t<{swizzle[0]}, {swizzle[1]}>" if swizzle is not None else ""
     return f"tw::{kind}<{t.dtype._cpp_}, {shape_cpp(t.shape)}, tw_threads{layout}>"
 
 
@@ -88,7 +89,7 @@ def declare(v, name: str, lanes: Lanes, storage: Storage, offset_base: int = 0) 
             return f"{tile_cpp(t, True, storage.views[id(v)])} {name}{{}};"
         if shared:
             off = storage.offsets[id(v)] + offset_base
-            return f"{tile_cpp(t, True)} {name}{{({t.dtype._cpp_}*)(tw_smem + {off})}};"
+            return f"{tile_cpp(t, True, swizzle=storage.swizzled.get(id(v)))} {name}{{({t.dtype._cpp_}*)(tw_smem + {off})}};"
         if id(v) in storage.mma:  # tensor-core accumulator registers (native/tile/mma.h)
             return f"tw::mtile<{t.dtype._cpp_}, {shape_cpp(t.shape)}, tw_threads, {storage.mma[id(v)]}> {name}{{}};"
         return f"{tile_cpp(t, False)} {name}{{}};"
