@@ -77,10 +77,11 @@ for STEP in "$@"; do
   mmprobe)  # Nsight Compute and the SASS of the float16 tile GEMM
     M="--section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis"
     TILEWARP_CACHE_DIR=/tmp/mm-cache timeout 200 ncu --clock-control none -k regex:"^gemm" --launch-skip 1 --launch-count 1 $M \
-      python -m benchmarks.matmul --device cuda:0 --modules tilewarp --dtypes float16 --n 2048 > "$OUT/ncu_gemm.txt" 2>&1
+      python -m benchmarks.matmul --device cuda:0 --modules tilewarp --dtypes float16 --n 4096 ${MM_ARGS:---tile 128,128,64 --block_dim 256} \
+      > "$OUT/ncu_gemm.txt" 2>&1
     grep -E "Duration|Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Stall|Warp Cycles|Executed Ipc|Pipe|Shared Memory|Bank" "$OUT/ncu_gemm.txt" | head -50
     for f in $(find /tmp/mm-cache -name "*.cubin"); do cuobjdump --dump-sass "$f" > "$OUT/sass_gemm.txt"; done
-    grep -o "HMMA[.A-Z0-9]*\|LDSM[.A-Z0-9]*\|LDGSTS[.A-Z0-9]*\|BAR[.A-Z]*\|LDS[.A-Z0-9]*\|STS[.A-Z0-9]*\|LDG[.A-Z0-9]*" "$OUT/sass_gemm.txt" | sort | uniq -c ;;
+    grep -o "HGMMA[.A-Z0-9x]*\|HMMA[.A-Z0-9]*\|LDSM[.A-Z0-9]*\|LDGSTS[.A-Z0-9]*\|BAR[.A-Z]*\|LDS[.A-Z0-9]*\|STS[.A-Z0-9]*\|LDG[.A-Z0-9]*" "$OUT/sass_gemm.txt" | sort | uniq -c ;;
   diag)  # the one test that failed on cuda:0 at the session's start, with gradcheck's summary
     (cd tests/autodiff && timeout 120 python - 1234 <<'PYEOF' 2>&1 | tail -40 | tee "$OUT/diag_atomics.txt"
 import sys; sys.path.insert(0, ".."); sys.path.insert(0, ".")

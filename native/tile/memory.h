@@ -119,14 +119,30 @@ TW_FUNC bool async_copy_box(X& out, const array_t<T, D>& a, const int64_t (&offs
         if (!ok) return false;
         constexpr int per_row = inner / piece, pieces = S::size / piece;
         block_sync();  // lanes may still be reading the tile's old contents
-        for (int c = lane_index(); c < pieces; c += X::threads) {
-            const int e0 = (c / per_row) * inner;
-            int64_t row = byte;
+        constexpr int rows = X::threads / per_row;  // rows one pass of the threads copies
+        if constexpr (S::ndim == 2 && X::threads % per_row == 0 && rows % 8 == 0 && S::extent(0) % rows == 0) {
+            // each thread copies one column of pieces, `rows` rows apart: its addresses advance by a
+            // constant (the swizzle repeats every 8 rows), no per-piece index arithmetic
+            const int r0 = lane_index() / per_row, c0 = lane_index() % per_row;
+            const char* src = byte_ptr(a.data) + byte + r0 * a.strides[D - 2] + c0 * 16;
+            const int64_t src_step = rows * a.strides[D - 2];
+            unsigned dst = (unsigned)__cvta_generic_to_shared(out.data + X::place::offset(r0 * inner + c0 * piece));
+            constexpr unsigned dst_step = (unsigned)(X::place::offset(rows * inner) * sizeof(T));
             TW_UNROLL
-            for (int k = 0; k + 1 < S::ndim; ++k) row += ((e0 / S::stride(k)) % S::extent(k)) * a.strides[d_of<S, D>(k)];
-            const char* src = byte_ptr(a.data) + row + (c % per_row) * 16;
-            const unsigned dst = (unsigned)__cvta_generic_to_shared(out.data + X::place::offset(e0 + (c % per_row) * piece));
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
+            for (int j = 0; j < S::extent(0) / rows; ++j, src += src_step, dst += dst_step)
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
+        } else {
+            for (int c = lane_index(); c < pieces; c += X::threads) {
+                const int e0 = (c / per_row) * inner;
+                int64_t row = byte;
+                TW_UNROLL
+                for (int k = 0; k + 1 < S::ndim; ++k)
+                    row += ((e0 / S::stride(k)) % S::extent(k)) * a.strides[d_of<S, D>(k)];
+                const char* src = byte_ptr(a.data) + row + (c % per_row) * 16;
+                const unsigned dst =
+                    (unsigned)__cvta_generic_to_shared(out.data + X::place::offset(e0 + (c % per_row) * piece));
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
+            }
         }
         if (Wait) {  // else a tile_load right after this one waits for both (emit/cpp.py: Wait=false)
             asm volatile("cp.async.wait_all;\n" ::: "memory");
@@ -177,6 +193,30 @@ TW_FUNC void tile_load(X& out, const array_t<T, D>& a, I... i) {
         const bool inside = detail::tile_place<typename X::shape, X::threads>(a, a.data, o, r, e, p);
         return detail::read_if(inside, (const T*)p);
     });
+}
+
+// A tile_load issued ahead of its use (tilewarp/block/prefetch.py): the copies of a box cp.async
+// can take are left in flight - async_commit closes a stage's group, async_wait<N> waits until at
+// most the newest N groups are pending, then syncs the block - and any other load is made now.
+template <typename X, typename T, int D, typename... I>
+TW_FUNC void tile_prefetch(X& out, const array_t<T, D>& a, I... i) {
+#if TW_IS_CUDA
+    int64_t o[D];
+    detail::offsets(o, i...);
+    if (detail::async_copy_box<false>(out, a, o)) return;
+#endif
+    tile_load(out, a, i...);
+}
+TW_FUNC void async_commit() {
+#if TW_IS_CUDA
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+template <int N> TW_FUNC void async_wait() {
+#if TW_IS_CUDA
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+    block_sync();
 }
 
 template <typename X, typename T, int D, typename... I>

@@ -56,7 +56,7 @@ template <int T0 = 0, int T1 = 0, int T2 = 0, int T3 = 0> struct strides_t {
     TW_FUNC static constexpr int stride(int k) { return k == 0 ? T0 : k == 1 ? T1 : k == 2 ? T2 : T3; }
 };
 template <typename S, typename L> struct layout {
-    TW_FUNC static int offset(int e) {
+    TW_FUNC static constexpr int offset(int e) {
         int o = 0;
         for (int k = 0; k < S::ndim; ++k) o += ((e / S::stride(k)) % S::extent(k)) * L::stride(k);
         return o;
@@ -64,7 +64,7 @@ template <typename S, typename L> struct layout {
     TW_FUNC static constexpr int stride(int k) { return L::stride(k); }
 };
 template <typename S> struct layout<S, contiguous_t> {
-    TW_FUNC static int offset(int e) { return e; }
+    TW_FUNC static constexpr int offset(int e) { return e; }
     TW_FUNC static constexpr int stride(int k) { return S::stride(k); }
 };
 
@@ -77,7 +77,7 @@ template <typename S> struct layout<S, contiguous_t> {
 template <int W, int E> struct swizzled_t {};
 template <typename S, int W, int E> struct layout<S, swizzled_t<W, E>> {
     static_assert(S::ndim == 2 && S::extent(1) % W == 0 && S::extent(0) % 8 == 0, "whole strips of 8-row groups");
-    TW_FUNC static int offset(int e) {
+    TW_FUNC static constexpr int offset(int e) {
         constexpr int C = S::extent(1), R = S::extent(0);
         const int r = e / C, c = e % C;
         int b = (r * W + c % W) * E;

@@ -29,6 +29,8 @@ class Storage:
     roots: dict = field(default_factory=dict)  # id(view) -> id of the tile owning the memory
     mma: dict = field(default_factory=dict)    # id(tile) -> mtile's template arguments after the threads
     swizzled: dict = field(default_factory=dict)  # id(tile) -> (strip columns, element bytes): wgmma operands
+    pipelined: dict = field(default_factory=dict)  # id(loop) -> prefetch.Pipelined: loads issued ahead
+    buffers: dict = field(default_factory=dict)    # id(tile) -> (stages, byte stride) of a prefetched tile
 
 
 def tile_bytes(t) -> int:
@@ -108,9 +110,10 @@ def _positions(stmts, pos, loops, counter):
             loops.append((start, counter[0], s))
 
 
-def lifetimes(fn: ir.Function, tiles: set, roots=None) -> dict:
+def lifetimes(fn: ir.Function, tiles: set, roots=None, carried=frozenset()) -> dict:
     """id(tile) -> [first, last] statement position it must keep its bytes for (a view's uses count
-    for the tile whose memory it shows, ``roots``)."""
+    for the tile whose memory it shows, ``roots``; ``carried`` tiles hold theirs through any loop they
+    are used in, as loop-carried ones do: prefetched buffers are written an iteration ahead)."""
     pos, loops = {}, []
     _positions(fn.body, pos, loops, [0])
     span: dict = {}
@@ -142,7 +145,7 @@ def lifetimes(fn: ir.Function, tiles: set, roots=None) -> dict:
     for start, end, loop in loops:  # used in a loop but made before it, or carried: the whole loop
         for vid, (lo, hi) in list(span.items()):
             inside = start <= hi and lo <= end
-            if inside and (lo < start or getattr(values.get(vid), "mutable", False)):
+            if inside and (lo < start or vid in carried or getattr(values.get(vid), "mutable", False)):
                 span[vid] = [min(lo, start), max(hi, end)]
     return span
 
@@ -309,9 +312,10 @@ def accumulators(fn: ir.Function, threads: int) -> tuple:
     return out, swizzled
 
 
-def plan(fn: ir.Function, extra_shared=(), threads: int = 0) -> Storage:
+def plan(fn: ir.Function, extra_shared=(), threads: int = 0, pipeline: bool = False) -> Storage:
     """Storage of every tile of ``fn`` and the shared-memory offsets (first fit by start position);
-    ``threads``: the CUDA threads of a block, for the tensor-core accumulators (0: none)."""
+    ``threads``: the CUDA threads of a block, for the tensor-core accumulators (0: none); ``pipeline``:
+    give the loads of GEMM K loops buffers to run ahead in (prefetch.py)."""
     shared = choose(fn) | set(extra_shared)
     mma, swizzled = accumulators(fn, threads) if threads else ({}, {})
     shared -= set(mma)
@@ -320,12 +324,14 @@ def plan(fn: ir.Function, extra_shared=(), threads: int = 0) -> Storage:
     into = accumulations(fn, out)
     sizes = {id(v): tile_bytes(v.type) for v in fn.values
              if T.is_tile(v.type) and id(v) in shared and id(v) not in out.views and id(v) not in into}
-    span = lifetimes(fn, set(sizes), {**out.roots, **into})
+    if pipeline:
+        _pipeline(fn, out, sizes, set(out.roots.values()) | set(into) | set(into.values()))
+    span = lifetimes(fn, set(sizes), {**out.roots, **into}, set(out.buffers))
     placed = []  # (offset, size, last)
     for vid in sorted(sizes, key=lambda v: (span.get(v, [0, 0])[0], -sizes[v])):
         lo, hi = span.get(vid, [0, 0])
         size = -(-sizes[vid] // ALIGN) * ALIGN
-        align = SWIZZLE_ALIGN if vid in swizzled else ALIGN  # the swizzle's phase follows the address
+        align = _alignment(vid, out)
         live = sorted((o, n) for o, n, l_lo, l_hi in placed if not (l_hi < lo or hi < l_lo))
         offset = 0
         for o, n in live:  # the first gap big enough
@@ -338,3 +344,23 @@ def plan(fn: ir.Function, extra_shared=(), threads: int = 0) -> Storage:
     for vid, root in into.items():
         out.offsets[vid] = out.offsets[root]
     return out
+
+
+def _alignment(vid, storage: Storage) -> int:
+    return SWIZZLE_ALIGN if vid in storage.swizzled else ALIGN  # a swizzle's phase follows the address
+
+
+def _pipeline(fn: ir.Function, storage: Storage, sizes: dict, fixed: set) -> None:
+    """Pick the K loops whose loads run ahead and give each loaded tile its stages' bytes."""
+    from .prefetch import candidates, stages_for
+
+    for loop_id, pipe in candidates(fn, storage.shared, fixed | set(storage.views)).items():
+        tiles = [s.dst for s in pipe.loads]
+        strides = {id(t): -(-sizes[id(t)] // _alignment(id(t), storage)) * _alignment(id(t), storage) for t in tiles}
+        pipe.stages = stages_for(sum(strides.values()))
+        if pipe.stages < 2:
+            continue
+        storage.pipelined[loop_id] = pipe
+        for t in tiles:
+            storage.buffers[id(t)] = (pipe.stages, strides[id(t)])
+            sizes[id(t)] = strides[id(t)] * pipe.stages

@@ -38,13 +38,22 @@ class BlockShape:
         return self.cuda_threads or self.block_dim
 
 
-def constants(block: BlockShape) -> list:
-    """The per-kernel constants of native/tile/block.h."""
+def wgmma_blocks(fn: ir.Function, storage: Storage, threads: int) -> int:
+    """CUDA blocks per SM to ask of a kernel with wgmma accumulators (mma.h kind 3): two where the
+    registers that leaves a thread (64 K / 2 blocks) hold its accumulators and 64 more, so that one
+    block's barriers and load waits hide behind the other's products (H100, 128 x 128 x 64 GEMM
+    tiles on 256 threads: 338 -> 454 TFLOP/s, benchmarks/RESULTS.md); else 1."""
+    held = [v.type.size // threads for v in fn.values if isinstance(storage.mma.get(id(v)), str)]
+    return 2 if held and max(held) + 64 <= 65536 // (2 * threads) else 1
+
+
+def constants(block: BlockShape, blocks: int = 1) -> list:
+    """The per-kernel constants of native/tile/block.h; ``blocks``: CUDA blocks an SM should hold at
+    once (__launch_bounds__' second argument: it caps registers)."""
     import os
 
-    # CUDA blocks an SM should hold at once (__launch_bounds__' second argument: it caps registers);
-    # $TILEWARP_MIN_BLOCKS for measurements
-    min_blocks = max(1, min(int(os.environ.get("TILEWARP_MIN_BLOCKS", "1")), 2048 // max(block.threads, 1)))
+    # $TILEWARP_MIN_BLOCKS overrides, for measurements
+    min_blocks = max(1, min(int(os.environ.get("TILEWARP_MIN_BLOCKS", blocks)), 2048 // max(block.threads, 1)))
     out = [f"constexpr int tw_block_dim = {block.block_dim};",
            f"constexpr int tw_threads = TW_IS_CUDA ? {block.threads} : 1;",
            "constexpr int tw_lanes = tw_block_dim / tw_threads;", ""]
@@ -240,4 +249,4 @@ def loads_in_flight(stmts, storage) -> set:
 
 
 def block_analysis(fn: ir.Function, shape: BlockShape):
-    return analyse(fn, shape.uniform_tids), plan(fn, threads=shape.threads)
+    return analyse(fn, shape.uniform_tids), plan(fn, threads=shape.threads, pipeline=True)

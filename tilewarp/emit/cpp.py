@@ -12,7 +12,7 @@ from ..ir import nodes as ir
 from . import names
 from ..block.combine import combined_atomics
 from .block import (LaneGrouping, block_analysis, block_args, declare, deferred_struct, into_expression, loads_in_flight,
-                    prologue)
+                    prologue, wgmma_blocks)
 from .block import constants as block_constants
 from .block import entry as block_entry
 
@@ -32,8 +32,9 @@ def emit_module(kernel: ir.Function, sites=None, block=None) -> str:
     elif block is not None and not uses_tiles(kernel):
         block = None
     out = ['#include "tilewarp.h"', "", "namespace {", ""]
+    printer = _Printer(kernel, sites, block)
     if block is not None:
-        out += block_constants(block)
+        out += block_constants(block, wgmma_blocks(kernel, printer.storage, block.threads))
     plan = forward_plan(kernel)  # the callees, and the adjoints wp.grad(f) calls
     out += structs.definitions([*plan.functions, kernel])  # @wp.struct types, each after those it contains
     if plan.adjoints:
@@ -41,7 +42,6 @@ def emit_module(kernel: ir.Function, sites=None, block=None) -> str:
 
         out += struct_accumulators([*plan.functions, kernel])
     out += definitions(plan, sites)
-    printer = _Printer(kernel, sites, block)
     with names.block_kernel(block.lane_tids if block is not None else frozenset()):
         out += printer.kernel()
     entry = f"{names.kernel_entry(kernel.symbol)}, {names.args_struct(kernel.symbol)}, {names.body(kernel.symbol)}"
@@ -234,12 +234,68 @@ class _Printer(LaneGrouping):
             self.block(f"if ({ref(s.cond)}) {{", s.body)
 
     def stmt_For(self, s: ir.For):
+        if self.block_shape is not None and id(s) in self.storage.pipelined:
+            self.pipelined_for(s, self.storage.pipelined[id(s)])
+            return
         i, stop, step = names.value(s.var), ref(s.stop), ref(s.step)
         if s.step.is_const:
             test = f"{i} {'<' if s.step.const > 0 else '>'} {stop}"
         else:
             test = f"({step} > 0) ? ({i} < {stop}) : ({i} > {stop})"
         self.block(f"for ({i} = {ref(s.start)}; {test}; {i} += {step}) {{", s.body)
+
+    def pipelined_for(self, s: ir.For, pipe):
+        """A K loop whose loads run ``pipe.stages - 1`` iterations ahead (block/prefetch.py): stage
+        buffers used round robin; the prologue fills all but one, each iteration fills the next and
+        waits for its own; the loop variable is moved ahead for a fill and put back after it."""
+        i, start, stop, step, n = names.value(s.var), ref(s.start), ref(s.stop), ref(s.step), pipe.stages
+        use, fill = f"tw_use_{i}", f"tw_fill_{i}"
+        loads = {id(x) for x in pipe.loads}
+
+        def point(load, stage):  # the tile's buffer of `stage`
+            t = load.dst
+            stride = self.storage.buffers[id(t)][1]
+            self.line(f"{names.value(t)}.data = ({t.type.dtype._cpp_}*)(tw_smem + {self.storage.offsets[id(t)]} + "
+                      f"{stage} * {stride});")
+
+        def issue(stage):  # the loads of iteration `i` into `stage`
+            self.line(f"if ({i} < {stop}) {{")
+            self.depth += 1
+            for x in pipe.scalars:
+                self.one(x)
+            for x in pipe.loads:
+                point(x, stage)
+                self.line(into_expression(x, self.lanes, ref).replace("tw::tile_load(", "tw::tile_prefetch(", 1))
+            self.depth -= 1
+            self.line("}")
+            self.line("tw::async_commit();")
+
+        self.line(f"int {use} = 0, {fill} = {n - 1};")
+        for k in range(n - 1):
+            self.line(f"{i} = {start} + {k} * {step};")
+            issue(k)
+        self.line(f"for ({i} = {start}; {i} < {stop}; {i} += {step}) {{")
+        self.depth += 1
+        self.line(f"{{  // the loads of iteration +{n - 1}")
+        self.depth += 1
+        self.line(f"const auto tw_now = {i};")
+        self.line(f"{i} = {i} + {n - 1} * {step};")
+        issue(fill)
+        self.line(f"{i} = tw_now;")
+        self.depth -= 1
+        self.line("}")
+        last = max(k for k, x in enumerate(s.body) if id(x) in loads)
+        for k, x in enumerate(s.body):
+            if id(x) in loads:
+                point(x, use)
+            else:
+                self.statements([x])
+            if k == last:
+                self.line(f"tw::async_wait<{n - 1}>();  // this iteration's loads")
+        self.line(f"{use} = {use} + 1 == {n} ? 0 : {use} + 1;")
+        self.line(f"{fill} = {fill} + 1 == {n} ? 0 : {fill} + 1;")
+        self.depth -= 1
+        self.line("}")
 
     def stmt_While(self, s: ir.While):
         self.line("while (true) {")

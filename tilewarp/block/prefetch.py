@@ -1,0 +1,102 @@
+"""Software pipelining of a GEMM's K loop: the tile loads of later iterations in flight while this
+one multiplies (issue 11).
+
+The chapter's GEMM loads its operand tiles at the top of each iteration and multiplies them; as
+written, every iteration waits for a full memory latency. For a ``for`` loop whose body starts with
+pure scalar statements and shared-memory ``tile_load``s (the offsets, then the loads) and goes on to
+a ``tile_matmul``, each loaded tile gets ``stages`` buffers: before the loop the loads of the first
+``stages - 1`` iterations are issued (cp.async on CUDA), and each iteration issues the loads of the
+iteration ``stages - 1`` ahead, then waits only for its own (emit/cpp.py prints it; native/tile/
+memory.h ``tile_prefetch`` / ``async_commit`` / ``async_wait``). The scalar statements are pure, so
+the emitter runs them once with the loop variable moved ahead (for the prefetch) and once as written.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir import nodes as ir
+from .. import types as T
+
+# shared memory the prefetched buffers of one loop may take (two such blocks fit an H100 SM)
+BUDGET = 100 * 1024
+
+
+@dataclass
+class Pipelined:
+    stages: int
+    scalars: list  # the pure scalar statements before the last load, in order
+    loads: list    # the tile_load statements
+
+
+def _pure_scalar(s) -> bool:
+    return isinstance(s, ir.Assign) and not (s.dst is not None and T.is_tile(s.dst.type)) and (
+        isinstance(s.op, ir.Copy) or (isinstance(s.op, ir.Call) and not s.op.builtin.side_effect
+                                      and not any(T.is_tile(a.type) for a in s.op.args)))
+
+
+def _reads(s):
+    return s.op.args if isinstance(s.op, (ir.Call, ir.FuncCall)) else (s.op.src,)
+
+
+def candidates(fn: ir.Function, shared: set, fixed: set) -> dict:
+    """id(loop) -> Pipelined (stages still 0) for the loops whose loads can run ahead. ``shared``: the
+    shared tiles; ``fixed``: tiles whose memory other tiles alias (views, products written in place)."""
+    out = {}
+    outside_uses = _uses_outside_loops(fn)
+    for loop in ir.walk(fn.body):
+        if not (isinstance(loop, ir.For) and loop.step.is_const and loop.step.const > 0):
+            continue
+        body = loop.body
+        if any(isinstance(x, (ir.Break, ir.Continue, ir.Return)) for x in ir.walk(body)):
+            continue
+        if not any(isinstance(x, ir.Assign) and isinstance(x.op, ir.Call) and x.op.builtin.name == "tile_matmul"
+                   for x in ir.walk(body)):
+            continue
+        loads = [k for k, s in enumerate(body) if isinstance(s, ir.Assign) and isinstance(s.op, ir.Call)
+                 and s.op.builtin.name == "tile_load" and s.dst is not None and id(s.dst) in shared]
+        if not loads:
+            continue
+        head = body[:loads[-1] + 1]
+        scalars = [s for k, s in enumerate(head) if k not in loads]
+        if not all(_pure_scalar(s) for s in scalars):
+            continue
+        assigned = {id(x.dst) for x in ir.walk(body) if isinstance(x, ir.Assign) and x.dst is not None}
+        known = {id(loop.var)} | {id(s.dst) for s in scalars}
+        # what the head reads: the loop variable, its own results, or values the loop never changes
+        if not all(id(a) in known or id(a) not in assigned for s in head for a in _reads(s)
+                   if isinstance(a, ir.Value) and not T.is_tile(a.type)):
+            continue
+        tiles = [body[k].dst for k in loads]
+        if any(id(t) in fixed or getattr(t, "mutable", False) or id(t) in outside_uses.get(id(loop), ())
+               for t in tiles):
+            continue
+        out[id(loop)] = Pipelined(0, scalars, [body[k] for k in loads])
+    return out
+
+
+def _uses_outside_loops(fn: ir.Function) -> dict:
+    """id(loop) -> ids of the values read anywhere outside that loop's body."""
+    loops = [x for x in ir.walk(fn.body) if isinstance(x, ir.For)]
+    out = {}
+    for loop in loops:
+        inside = {id(x) for x in ir.walk(loop.body)}
+        read = set()
+        for x in ir.walk(fn.body):
+            if id(x) in inside:
+                continue
+            if isinstance(x, ir.Assign):
+                read.update(id(a) for a in _reads(x) if isinstance(a, ir.Value))
+            for attr in ("cond", "value", "stop", "start", "step"):
+                v = getattr(x, attr, None)
+                if isinstance(v, ir.Value):
+                    read.add(id(v))
+        out[id(loop)] = read
+    return out
+
+
+def stages_for(stage_bytes: int) -> int:
+    """Buffers per loaded tile: three where they fit the budget, else two, else no prefetch (1)."""
+    for stages in (3, 2):
+        if stages * stage_bytes <= BUDGET:
+            return stages
+    return 1
