@@ -64,11 +64,9 @@ for STEP in "$@"; do
     MODS=tilewarp,torch; [ -n "$WITH_WARP" ] && MODS=tilewarp,warp,torch
     timeout 250 python -m benchmarks.matmul --device cuda:0 --modules $MODS 2>&1 | tee "$OUT/matmul_64.txt"
     for cfg in 64,64,64:128 128,64,64:128 64,128,64:128 128,128,64:256 128,128,32:256 128,256,64:256; do
-      for mb in 1 2; do  # TILEWARP_MIN_BLOCKS: __launch_bounds__' blocks per SM (caps registers)
-        echo "-- tile ${cfg%%:*} block_dim ${cfg##*:} min_blocks $mb"
-        TILEWARP_MIN_BLOCKS=$mb timeout 100 python -m benchmarks.matmul --device cuda:0 --modules tilewarp \
-          --tile ${cfg%%:*} --block_dim ${cfg##*:} --dtypes float16 2>&1 | grep -v "^dtype"
-      done
+      echo "-- tile ${cfg%%:*} block_dim ${cfg##*:}"
+      timeout 100 python -m benchmarks.matmul --device cuda:0 --modules tilewarp \
+        --tile ${cfg%%:*} --block_dim ${cfg##*:} --dtypes float16,float32 2>&1 | grep -v "^dtype"
     done 2>&1 | tee "$OUT/matmul_tiles.txt" ;;
   mmtests)  # the tile_matmul tests on cuda:0 (tensor-core paths: mma.sync, wgmma)
     TILEWARP_TEST_DEVICES=cuda:0 timeout 200 python -m pytest -q -p no:cacheprovider --tb=short \

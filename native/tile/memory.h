@@ -97,7 +97,8 @@ bool for_contiguous_rows(const array_t<T, D>& a, const int64_t (&offset)[D], con
 // 16-byte pieces by cp.async (global to shared without a register round trip; the block waits for
 // its copies, then syncs): an operand tile of a GEMM moves in 1/8 of the instructions of float16
 // element loads. False where it does not apply.
-template <bool Wait, typename X, typename T, int D>
+// Synced: the caller has synced the block since the tile was last read.
+template <bool Wait, bool Synced = false, typename X, typename T, int D>
 TW_FUNC bool async_copy_box(X& out, const array_t<T, D>& a, const int64_t (&offset)[D]) {
     typedef typename X::shape S;
     constexpr int inner = S::extent(S::ndim - 1), piece = 16 / (int)sizeof(T);
@@ -118,7 +119,7 @@ TW_FUNC bool async_copy_box(X& out, const array_t<T, D>& a, const int64_t (&offs
         ok &= (byte % 16) == 0;
         if (!ok) return false;
         constexpr int per_row = inner / piece, pieces = S::size / piece;
-        block_sync();  // lanes may still be reading the tile's old contents
+        if (!Synced) block_sync();  // lanes may still be reading the tile's old contents
         constexpr int rows = X::threads / per_row;  // rows one pass of the threads copies
         if constexpr (S::ndim == 2 && X::threads % per_row == 0 && rows % 8 == 0 && S::extent(0) % rows == 0) {
             // each thread copies one column of pieces, `rows` rows apart: its addresses advance by a
@@ -195,15 +196,16 @@ TW_FUNC void tile_load(X& out, const array_t<T, D>& a, I... i) {
     });
 }
 
-// A tile_load issued ahead of its use (tilewarp/block/prefetch.py): the copies of a box cp.async
-// can take are left in flight - async_commit closes a stage's group, async_wait<N> waits until at
-// most the newest N groups are pending, then syncs the block - and any other load is made now.
+// A tile_load issued ahead of its use (tilewarp/block/prefetch.py; the block synced since the
+// tile's buffer was last read): the copies of a box cp.async can take are left in flight -
+// async_commit closes a stage's group, async_wait<N> waits until at most the newest N groups are
+// pending, then syncs the block - and any other load is made now.
 template <typename X, typename T, int D, typename... I>
 TW_FUNC void tile_prefetch(X& out, const array_t<T, D>& a, I... i) {
 #if TW_IS_CUDA
     int64_t o[D];
     detail::offsets(o, i...);
-    if (detail::async_copy_box<false>(out, a, o)) return;
+    if (detail::async_copy_box<false, true>(out, a, o)) return;
 #endif
     tile_load(out, a, i...);
 }
@@ -215,6 +217,9 @@ TW_FUNC void async_commit() {
 template <int N> TW_FUNC void async_wait() {
 #if TW_IS_CUDA
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#if __CUDA_ARCH__ >= 900
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // the copies seen by wgmma too
+#endif
 #endif
     block_sync();
 }

@@ -192,7 +192,10 @@ TW_FUNC unsigned long long wg_descriptor(const void* p, int leading, int stride,
 
 // acc (this thread's slots, wg_element order) += A @ B for swizzled float16 operands. The caller has
 // fenced the operands' generic-proxy writes (cp.async, stores) for the async proxy and synced.
-template <int WN, typename A, typename B> TW_FUNC void matmul_wgmma(float* acc, const A& a, const B& b) {
+// Async: leave this product in flight, waiting only for the previous one (a pipelined K loop's,
+// emit/cpp.py: its operands were published by tw::async_wait just before, and its buffers are
+// refilled only after the next product's wait and a block sync).
+template <int WN, bool Async, typename A, typename B> TW_FUNC void matmul_wgmma(float* acc, const A& a, const B& b) {
     constexpr int M = A::shape::extent(0), K = A::shape::extent(1), N = B::shape::extent(1);
     constexpr int WA = is_swizzled<A>::strip, WB = is_swizzled<B>::strip;
     typedef wg_tiling<M, N, A::threads, WN> L;
@@ -215,7 +218,8 @@ template <int WN, typename A, typename B> TW_FUNC void matmul_wgmma(float* acc, 
             }
         }
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        if (Async) asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+        else asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
         return;
     }
 #endif
@@ -338,7 +342,7 @@ TW_FUNC void matmul_blocked(D& out, const A& a, const B& b, const C& c, S alpha,
 #endif
 
 // true where a tensor-core path did the product
-template <typename D, typename A, typename B, typename C, typename S>
+template <bool Async, typename D, typename A, typename B, typename C, typename S>
 TW_FUNC bool tile_matmul_mma(D& out, const A& a, const B& b, const C& c, S alpha, S beta) {
 #if TW_IS_CUDA
     typedef mma_operands<D, A, B, C> op;
@@ -351,14 +355,16 @@ TW_FUNC bool tile_matmul_mma(D& out, const A& a, const B& b, const C& c, S alpha
         float acc[R];
         TW_UNROLL
         for (int s = 0; s < R; ++s) acc[s] = alpha == S(1) ? (float)beta * c.data[s] : 0.0f;
+        if (!Async) {  // (an asynchronous product's operands were just published by tw::async_wait)
 #if defined(TW_HAS_WGMMA)
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // operands seen by wgmma
+            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // operands seen by wgmma
 #endif
-        block_sync();
-        matmul_wgmma<D::columns>(acc, a, b);
+            block_sync();
+        }
+        matmul_wgmma<D::columns, Async>(acc, a, b);
         TW_UNROLL
         for (int s = 0; s < R; ++s) out.data[s] = alpha == S(1) ? acc[s] : (float)alpha * acc[s] + (float)beta * c.data[s];
-        block_sync();  // the operands may be rewritten next
+        if (!Async) block_sync();  // the operands may be rewritten next
         return true;
     } else if constexpr (is_mtile<D>::value) {  // the sums stay in registers
         static_assert(same_tile<D, C>::value && is_rowmajor_shared<A>::value && is_rowmajor_shared<B>::value &&
@@ -399,4 +405,11 @@ TW_FUNC bool tile_matmul_mma(D& out, const A& a, const B& b, const C& c, S alpha
     return false;
 }
 }  // namespace detail
+
+// After a K loop of asynchronous wgmma products: the last one's sums are in the registers.
+TW_FUNC void mma_drain() {
+#if defined(TW_HAS_WGMMA)
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#endif
+}
 }  // namespace tw

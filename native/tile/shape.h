@@ -81,9 +81,10 @@ namespace detail {
 template <typename X, typename Y> struct matmul_acc { typedef Y type; };
 template <typename Y> struct matmul_acc<half, Y> { typedef float type; };
 }  // namespace detail
-template <typename D, typename A, typename B, typename C, typename S>
+// Async (pipelined K loops only, emit/cpp.py): a wgmma product may still be running on return
+template <bool Async = false, typename D, typename A, typename B, typename C, typename S>
 TW_FUNC void tile_matmul(D& out, const A& a, const B& b, const C& c, S alpha, S beta) {
-    if (detail::tile_matmul_mma(out, a, b, c, alpha, beta)) return;
+    if (detail::tile_matmul_mma<Async>(out, a, b, c, alpha, beta)) return;
     constexpr int K = A::shape::extent(1), N = B::shape::extent(1);
     typedef typename D::value_type T;
     typedef typename detail::matmul_acc<typename A::value_type, T>::type Acc;

@@ -170,3 +170,60 @@ def bad(a: wp.array2d(dtype=wp.float16), c: wp.array2d(dtype=wp.float64)):
     c = wp.zeros((16, 16), dtype=wp.float64, device="cpu")
     with pytest.raises(wp.KernelTypeError, match=r"out must be a .*float16.* or .*float32.*, got"):
         wp.launch_tiled(mod.bad, dim=1, inputs=[a, c], block_dim=32, device="cpu")
+
+
+# K loops whose loads run ahead (block/prefetch.py): any start, constant step and trip count,
+# including loops shorter than the pipeline and loops that do not run at all
+STRIDED = '''
+import WP as wp
+
+
+@wp.kernel
+def gemm(a: wp.array2d(dtype=wp.float16), b: wp.array2d(dtype=wp.float16), c: wp.array2d(dtype=wp.float32),
+         stop: int):
+    i, j = wp.tid()
+    total = wp.tile_zeros(shape=(64, 32), dtype=wp.float32)
+    for k in range({start}, stop, {step}):
+        x = wp.tile_load(a, shape=(64, 16), offset=(i * 64, k * 16))
+        y = wp.tile_load(b, shape=(16, 32), offset=(k * 16, j * 32))
+        wp.tile_matmul(x, y, total)
+    wp.tile_store(c, total, offset=(i * 64, j * 32))
+'''
+# a loop-carried offset: the loads cannot be issued ahead (their offsets come from the last iteration)
+CARRIED = '''
+import WP as wp
+
+
+@wp.kernel
+def gemm(a: wp.array2d(dtype=wp.float16), b: wp.array2d(dtype=wp.float16), c: wp.array2d(dtype=wp.float32),
+         stop: int):
+    i, j = wp.tid()
+    total = wp.tile_zeros(shape=(64, 32), dtype=wp.float32)
+    off = int(0)
+    for k in range(stop):
+        x = wp.tile_load(a, shape=(64, 16), offset=(i * 64, off))
+        y = wp.tile_load(b, shape=(16, 32), offset=(off, j * 32))
+        wp.tile_matmul(x, y, total)
+        off = off + 16
+    wp.tile_store(c, total, offset=(i * 64, j * 32))
+'''
+
+
+@pytest.mark.parametrize("text,start,step,pipelined", [
+    (STRIDED, 0, 1, True), (STRIDED, 1, 2, True), (STRIDED, 4, 3, True), (CARRIED, 0, 1, False)])
+@pytest.mark.parametrize("stop", [0, 1, 2, 7])
+def test_gemm_loop_runs_loads_ahead(device, rng, text, start, step, pipelined, stop):
+    from tilewarp.block.storage import plan
+
+    mod = load_module(text.format(start=start, step=step), "tilewarp")
+    assert bool(plan(mod.gemm.ir_for(128), threads=128, pipeline=True).pipelined) == pipelined
+    kt = 8
+    a = rng.uniform(-1, 1, (128, 16 * kt)).astype(np.float16)
+    b = rng.uniform(-1, 1, (16 * kt, 64)).astype(np.float16)
+    wc = wp.zeros((128, 64), dtype=wp.float32, device=device)
+    wp.launch_tiled(mod.gemm, dim=(2, 2), inputs=[wp.array(a, device=device), wp.array(b, device=device), wc, stop],
+                    block_dim=128, device=device)
+    ks = list(range(start, stop, step)) if text is STRIDED else list(range(stop))
+    cols = [c for k in ks for c in range(16 * k, 16 * k + 16)]
+    want = a[:, cols].astype(np.float64) @ b[cols, :].astype(np.float64)
+    np.testing.assert_allclose(wc.numpy(), want, atol=2e-3 * (1 + np.abs(want).max()))

@@ -5,20 +5,24 @@ The chapter's GEMM loads its operand tiles at the top of each iteration and mult
 written, every iteration waits for a full memory latency. For a ``for`` loop whose body starts with
 pure scalar statements and shared-memory ``tile_load``s (the offsets, then the loads) and goes on to
 a ``tile_matmul``, each loaded tile gets ``stages`` buffers: before the loop the loads of the first
-``stages - 1`` iterations are issued (cp.async on CUDA), and each iteration issues the loads of the
-iteration ``stages - 1`` ahead, then waits only for its own (emit/cpp.py prints it; native/tile/
-memory.h ``tile_prefetch`` / ``async_commit`` / ``async_wait``). The scalar statements are pure, so
-the emitter runs them once with the loop variable moved ahead (for the prefetch) and once as written.
+``stages - 1`` iterations are issued (cp.async on CUDA); each iteration waits only for its own, and
+at its end issues those of the iteration ``stages - 1`` ahead into the buffer the previous iteration
+used (emit/cpp.py prints it; native/tile/memory.h ``tile_prefetch`` / ``async_commit`` /
+``async_wait``). The scalar statements are pure, so the emitter runs them once as written and once
+with the loop variable moved ahead (for the loads). A wgmma product of two loaded tiles is left
+running (``asynchronous``): the next iteration's product waits for it, and only then are its
+buffers refilled.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..ir import nodes as ir
 from .. import types as T
 
-# shared memory the prefetched buffers of one loop may take (two such blocks fit an H100 SM)
-BUDGET = 100 * 1024
+# shared memory the prefetched buffers of one loop may take: two such blocks fit an H100 SM, or one
+# that holds an SM alone (wgmma accumulators of over 64 registers a thread)
+BUDGET, BUDGET_ALONE = 100 * 1024, 200 * 1024
 
 
 @dataclass
@@ -26,6 +30,7 @@ class Pipelined:
     stages: int
     scalars: list  # the pure scalar statements before the last load, in order
     loads: list    # the tile_load statements
+    asynchronous: set = field(default_factory=set)  # ids of the wgmma products left running
 
 
 def _pure_scalar(s) -> bool:
@@ -94,9 +99,26 @@ def _uses_outside_loops(fn: ir.Function) -> dict:
     return out
 
 
-def stages_for(stage_bytes: int) -> int:
-    """Buffers per loaded tile: three where they fit the budget, else two, else no prefetch (1)."""
-    for stages in (3, 2):
-        if stages * stage_bytes <= BUDGET:
+def stages_for(stage_bytes: int, alone: bool) -> int:
+    """Buffers per loaded tile: up to four where they fit the budget, at least two, else no
+    prefetch (1)."""
+    for stages in (4, 3, 2):
+        if stages * stage_bytes <= (BUDGET_ALONE if alone else BUDGET):
             return stages
     return 1
+
+
+def asynchronous(pipe: Pipelined, loop: ir.For, wgmma: set) -> set:
+    """The wgmma products (``wgmma``: ids of their results) of two of the loop's loaded tiles that
+    follow the last load with only scalar statements between (tw::async_wait has just published
+    their operands)."""
+    loaded = {id(x.dst) for x in pipe.loads}
+    last = max(k for k, s in enumerate(loop.body) if id(s) in {id(x) for x in pipe.loads})
+    out = set()
+    for s in loop.body[last + 1:]:
+        if isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and s.op.builtin.name == "tile_matmul" \
+                and id(s.dst) in wgmma and id(s.op.args[0]) in loaded and id(s.op.args[1]) in loaded:
+            out.add(id(s))
+        elif not _pure_scalar(s):
+            break
+    return out

@@ -325,7 +325,7 @@ def plan(fn: ir.Function, extra_shared=(), threads: int = 0, pipeline: bool = Fa
     sizes = {id(v): tile_bytes(v.type) for v in fn.values
              if T.is_tile(v.type) and id(v) in shared and id(v) not in out.views and id(v) not in into}
     if pipeline:
-        _pipeline(fn, out, sizes, set(out.roots.values()) | set(into) | set(into.values()))
+        _pipeline(fn, out, sizes, set(out.roots.values()) | set(into) | set(into.values()), threads)
     span = lifetimes(fn, set(sizes), {**out.roots, **into}, set(out.buffers))
     placed = []  # (offset, size, last)
     for vid in sorted(sizes, key=lambda v: (span.get(v, [0, 0])[0], -sizes[v])):
@@ -350,16 +350,20 @@ def _alignment(vid, storage: Storage) -> int:
     return SWIZZLE_ALIGN if vid in storage.swizzled else ALIGN  # a swizzle's phase follows the address
 
 
-def _pipeline(fn: ir.Function, storage: Storage, sizes: dict, fixed: set) -> None:
+def _pipeline(fn: ir.Function, storage: Storage, sizes: dict, fixed: set, threads: int) -> None:
     """Pick the K loops whose loads run ahead and give each loaded tile its stages' bytes."""
-    from .prefetch import candidates, stages_for
+    from .prefetch import asynchronous, candidates, stages_for
 
+    wgmma = {vid for vid, kind in storage.mma.items() if isinstance(kind, str)}
+    alone = any(v.type.size > 64 * threads for v in fn.values if id(v) in wgmma)
+    loops = {id(x): x for x in ir.walk(fn.body) if isinstance(x, ir.For)}
     for loop_id, pipe in candidates(fn, storage.shared, fixed | set(storage.views)).items():
         tiles = [s.dst for s in pipe.loads]
         strides = {id(t): -(-sizes[id(t)] // _alignment(id(t), storage)) * _alignment(id(t), storage) for t in tiles}
-        pipe.stages = stages_for(sum(strides.values()))
+        pipe.stages = stages_for(sum(strides.values()), alone)
         if pipe.stages < 2:
             continue
+        pipe.asynchronous = asynchronous(pipe, loops[loop_id], wgmma)
         storage.pipelined[loop_id] = pipe
         for t in tiles:
             storage.buffers[id(t)] = (pipe.stages, strides[id(t)])

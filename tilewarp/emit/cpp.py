@@ -246,8 +246,9 @@ class _Printer(LaneGrouping):
 
     def pipelined_for(self, s: ir.For, pipe):
         """A K loop whose loads run ``pipe.stages - 1`` iterations ahead (block/prefetch.py): stage
-        buffers used round robin; the prologue fills all but one, each iteration fills the next and
-        waits for its own; the loop variable is moved ahead for a fill and put back after it."""
+        buffers used round robin; the prologue fills all but one, each iteration waits for its own
+        and at its end fills the one the previous iteration used; the loop variable is moved ahead
+        for a fill and put back after it."""
         i, start, stop, step, n = names.value(s.var), ref(s.start), ref(s.stop), ref(s.step), pipe.stages
         use, fill = f"tw_use_{i}", f"tw_fill_{i}"
         loads = {id(x) for x in pipe.loads}
@@ -258,7 +259,8 @@ class _Printer(LaneGrouping):
             self.line(f"{names.value(t)}.data = ({t.type.dtype._cpp_}*)(tw_smem + {self.storage.offsets[id(t)]} + "
                       f"{stage} * {stride});")
 
-        def issue(stage):  # the loads of iteration `i` into `stage`
+        def issue(stage):  # the loads of iteration `i` into `stage`, once every lane is done with it
+            self.line("tw::block_sync();")
             self.line(f"if ({i} < {stop}) {{")
             self.depth += 1
             for x in pipe.scalars:
@@ -270,12 +272,28 @@ class _Printer(LaneGrouping):
             self.line("}")
             self.line("tw::async_commit();")
 
+        # all of it inside `if (start < stop)`: on the path that skips the loop the accumulators keep
+        # their first values, which must not meet wgmma's products before the drain (ptxas would
+        # then wait for every product at once)
+        self.line(f"{i} = {start};")
+        self.line(f"if ({i} < {stop}) {{")
+        self.depth += 1
         self.line(f"int {use} = 0, {fill} = {n - 1};")
         for k in range(n - 1):
             self.line(f"{i} = {start} + {k} * {step};")
             issue(k)
         self.line(f"for ({i} = {start}; {i} < {stop}; {i} += {step}) {{")
         self.depth += 1
+        last = max(k for k, x in enumerate(s.body) if id(x) in loads)
+        for k, x in enumerate(s.body):
+            if id(x) in loads:
+                point(x, use)
+            elif id(x) in pipe.asynchronous:  # a wgmma product left running (the next one waits)
+                self.line(into_expression(x, self.lanes, ref).replace("tw::tile_matmul(", "tw::tile_matmul<true>(", 1))
+            else:
+                self.statements([x])
+            if k == last:
+                self.line(f"tw::async_wait<{n - 2}>();  // this iteration's loads")
         self.line(f"{{  // the loads of iteration +{n - 1}")
         self.depth += 1
         self.line(f"const auto tw_now = {i};")
@@ -284,16 +302,12 @@ class _Printer(LaneGrouping):
         self.line(f"{i} = tw_now;")
         self.depth -= 1
         self.line("}")
-        last = max(k for k, x in enumerate(s.body) if id(x) in loads)
-        for k, x in enumerate(s.body):
-            if id(x) in loads:
-                point(x, use)
-            else:
-                self.statements([x])
-            if k == last:
-                self.line(f"tw::async_wait<{n - 1}>();  // this iteration's loads")
         self.line(f"{use} = {use} + 1 == {n} ? 0 : {use} + 1;")
         self.line(f"{fill} = {fill} + 1 == {n} ? 0 : {fill} + 1;")
+        self.depth -= 1
+        self.line("}")
+        if pipe.asynchronous:
+            self.line("tw::mma_drain();  // the last product's sums in the registers")
         self.depth -= 1
         self.line("}")
 
