@@ -354,7 +354,7 @@ TW_FUNC bool tile_matmul_mma(D& out, const A& a, const B& b, const C& c, S alpha
         constexpr int R = TW_TILE_REGS(D::size, D::threads);
         float acc[R];
         TW_UNROLL
-        for (int s = 0; s < R; ++s) acc[s] = alpha == S(1) ? (float)beta * c.data[s] : 0.0f;
+        for (int s = 0; s < R; ++s) acc[s] = alpha == S(1) && beta != S(0) ? (float)beta * c.data[s] : 0.0f;
         if (!Async) {  // (an asynchronous product's operands were just published by tw::async_wait)
 #if defined(TW_HAS_WGMMA)
             asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // operands seen by wgmma
@@ -363,7 +363,8 @@ TW_FUNC bool tile_matmul_mma(D& out, const A& a, const B& b, const C& c, S alpha
         }
         matmul_wgmma<D::columns, Async>(acc, a, b);
         TW_UNROLL
-        for (int s = 0; s < R; ++s) out.data[s] = alpha == S(1) ? acc[s] : (float)alpha * acc[s] + (float)beta * c.data[s];
+        for (int s = 0; s < R; ++s)  // beta 0: out's old values are never read (they may be NaN)
+            out.data[s] = alpha == S(1) ? acc[s] : beta == S(0) ? (float)alpha * acc[s] : (float)alpha * acc[s] + (float)beta * c.data[s];
         if (!Async) block_sync();  // the operands may be rewritten next
         return true;
     } else if constexpr (is_mtile<D>::value) {  // the sums stay in registers
@@ -372,9 +373,9 @@ TW_FUNC bool tile_matmul_mma(D& out, const A& a, const B& b, const C& c, S alpha
                       "a register accumulator takes tensor-core products of shared tiles");
         typedef mma_tiling<(same_tile<T, double>::value ? 2 : 1), op::M, op::N> L;
         block_sync();  // the operands were just written
-        auto init = [&](int s) { return alpha == S(1) ? (Acc)beta * (Acc)c.data[s] : Acc(0); };
+        auto init = [&](int s) { return alpha == S(1) && beta != S(0) ? (Acc)beta * (Acc)c.data[s] : Acc(0); };
         auto done = [&](int s, Acc v) {
-            out.data[s] = cast<T>(alpha == S(1) ? v : (Acc)alpha * v + (Acc)beta * (Acc)c.data[s]);
+            out.data[s] = cast<T>(alpha == S(1) ? v : beta == S(0) ? (Acc)alpha * v : (Acc)alpha * v + (Acc)beta * (Acc)c.data[s]);
         };
         if constexpr (same_tile<T, double>::value) matmul_dmma<L::TM, L::TN>(a, b, init, done);
         else matmul_hmma<L::TM, L::TN>(a, b, init, done);

@@ -123,6 +123,26 @@ TW_FUNC void adj_tile_matmul(const A& a, const B& b, AA& adj_a, AB& adj_b, C& ad
         TW_FOR_OWNED(M * N, C::threads, r, e) adj_c.at(r, e) = add(adj_c.at(r, e), mul(cast<TC>(beta), adj_out.at(r, e)));
     block_sync();
 }
+// run-time alpha and beta: d/d alpha = sum of (a @ b) * adj_out, d/d beta = sum of c * adj_out (each
+// thread adds its elements' share, as scalar adjoints of tile ops do)
+template <typename V, typename A, typename B, typename D>
+TW_FUNC void adj_tile_matmul_alpha(V& adj_alpha, const A& a, const B& b, const D& adj_out) {
+    constexpr int K = A::shape::extent(1), N = B::shape::extent(1);
+    typedef typename detail::matmul_acc<typename A::value_type, typename D::value_type>::type Acc;
+    block_sync();
+    TW_FOR_OWNED(D::size, D::threads, r, e) {
+        const int i = e / N, j = e % N;
+        Acc acc = Acc();
+        for (int k = 0; k < K; ++k)
+            acc = add(acc, mul(cast<Acc>(a.at(i * K + k, i * K + k)), cast<Acc>(b.at(k * N + j, k * N + j))));
+        adj_alpha = add(adj_alpha, cast<V>(mul(acc, cast<Acc>(adj_out.at(r, e)))));
+    }
+}
+template <typename V, typename C, typename D>
+TW_FUNC void adj_tile_matmul_beta(V& adj_beta, const C& c, const D& adj_out) {
+    block_sync();
+    TW_FOR_OWNED(D::size, D::threads, r, e) adj_beta = add(adj_beta, cast<V>(mul(c.at(r, e), adj_out.at(r, e))));
+}
 }  // namespace tw
 
 // ---- t[idx, :]: a copy gathering along `Axis` the entries a 1-d integer tile names (negative

@@ -227,3 +227,84 @@ def test_gemm_loop_runs_loads_ahead(device, rng, text, start, step, pipelined, s
     cols = [c for k in ks for c in range(16 * k, 16 * k + 16)]
     want = a[:, cols].astype(np.float64) @ b[cols, :].astype(np.float64)
     np.testing.assert_allclose(wc.numpy(), want, atol=2e-3 * (1 + np.abs(want).max()))
+
+
+@pytest.mark.parametrize("m,n,shift", [(150, 70, 0), (128, 64, 1)])
+def test_gemm_edges_and_unaligned_operands(device, rng, m, n, shift):
+    """Edge tiles partly outside the matrices (zero-padded loads, clipped stores) and operands whose
+    rows are not 16-byte aligned (no cp.async: the pipelined loop's loads fall back to element copies)
+    give the float64 reference on the wgmma-shaped GEMM."""
+    mod = load_module(STRIDED.format(start=0, step=1), "tilewarp")
+    kt = 6
+    a_full = rng.uniform(-1, 1, (m, 16 * kt + shift)).astype(np.float16)
+    b = rng.uniform(-1, 1, (16 * kt, n)).astype(np.float16)
+    a_dev = wp.array(a_full, device=device)
+    a = a_dev[:, shift:] if shift else a_dev  # a view starting `shift` halves into each row
+    wc = wp.zeros((m, n), dtype=wp.float32, device=device)
+    wp.launch_tiled(mod.gemm, dim=(-(-m // 64), -(-n // 32)), inputs=[a, wp.array(b, device=device), wc, kt],
+                    block_dim=128, device=device)
+    want = a_full[:, shift:].astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(wc.numpy(), want, atol=2e-3 * (1 + np.abs(want).max()))
+
+
+SCALED = '''
+import WP as wp
+
+
+@wp.kernel
+def scaled(a: wp.array2d(dtype=wp.float64), b: wp.array2d(dtype=wp.float64), c: wp.array2d(dtype=wp.float64),
+           s: wp.array(dtype=wp.float64), out: wp.array2d(dtype=wp.float64)):
+    x = wp.tile_load(a, shape=(16, 8))
+    y = wp.tile_load(b, shape=(8, 8))
+    z = wp.tile_load(c, shape=(16, 8))
+    wp.tile_matmul(x, y, z, alpha=s[0], beta=s[1])
+    wp.tile_store(out, z)
+'''
+
+
+def test_tile_matmul_runtime_alpha_beta_and_gradients(device, rng):
+    """alpha and beta computed at run time (Warp takes any float expression), with the gradients of
+    all five inputs: dA = alpha G B^T, dB = alpha A^T G, dC = beta G, d alpha = sum(G * AB),
+    d beta = sum(G * C)."""
+    mod = load_module(SCALED, "tilewarp")
+    an, bn, cn = rng.standard_normal((16, 8)), rng.standard_normal((8, 8)), rng.standard_normal((16, 8))
+    sn = np.array([rng.uniform(0.5, 2.0), rng.uniform(-2.0, -0.5)])
+    a, b, c, s = (wp.array(x, dtype=wp.float64, device=device, requires_grad=True) for x in (an, bn, cn, sn))
+    out = wp.zeros((16, 8), dtype=wp.float64, device=device, requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch_tiled(mod.scaled, dim=1, inputs=[a, b, c, s], outputs=[out], block_dim=64, device=device)
+    g = rng.standard_normal((16, 8))
+    tape.backward(grads={out: wp.array(g, dtype=wp.float64, device=device)})
+    alpha, beta = sn
+    np.testing.assert_allclose(out.numpy(), alpha * an @ bn + beta * cn, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(a.grad.numpy(), alpha * g @ bn.T, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(b.grad.numpy(), alpha * an.T @ g, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(c.grad.numpy(), beta * g, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(s.grad.numpy(), [np.sum(g * (an @ bn)), np.sum(g * cn)], rtol=1e-11)
+
+
+@pytest.mark.parametrize("dtype,block_dim", [("float64", 64), ("float16", 128)])
+def test_tile_matmul_beta_zero_never_reads_out(device, rng, dtype, block_dim):
+    """beta = 0 (a run-time value here) overwrites out without reading it: NaN there stays out of the
+    result, on the register-accumulator (mma.sync / wgmma) paths too."""
+    acc = "float32" if dtype == "float16" else dtype
+    mod = load_module(f'''
+import WP as wp
+
+
+@wp.kernel
+def over(a: wp.array2d(dtype=wp.{dtype}), b: wp.array2d(dtype=wp.{dtype}), c: wp.array2d(dtype=wp.{acc}),
+         alpha: float, beta: float):
+    x = wp.tile_load(a, shape=(64, 32))
+    y = wp.tile_load(b, shape=(32, 64))
+    z = wp.tile_load(c, shape=(64, 64))
+    wp.tile_matmul(x, y, z, alpha=alpha, beta=beta)
+    wp.tile_store(c, z)
+''', "tilewarp")
+    an = rng.uniform(-1, 1, (64, 32)).astype(dtype)
+    bn = rng.uniform(-1, 1, (32, 64)).astype(dtype)
+    c = wp.array(np.full((64, 64), np.nan, dtype=acc), device=device)
+    wp.launch_tiled(mod.over, dim=1, inputs=[wp.array(an, device=device), wp.array(bn, device=device), c, 0.75, 0.0],
+                    block_dim=block_dim, device=device)
+    want = 0.75 * an.astype(np.float64) @ bn.astype(np.float64)
+    np.testing.assert_allclose(c.numpy(), want, atol=1e-3 if dtype == "float16" else 1e-12)

@@ -172,7 +172,7 @@ def accumulations(fn: ir.Function, storage: Storage) -> dict:
             elif isinstance(s, (ir.For, ir.While)):
                 scan(s.body)
             elif isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and s.op.builtin.name == "tile_matmul" \
-                    and len(s.op.args) == 3 and k + 1 < len(stmts):
+                    and s.op.template[2] and k + 1 < len(stmts):
                 c, nxt = s.op.args[2], stmts[k + 1]
                 if isinstance(nxt, ir.Assign) and isinstance(nxt.op, ir.Copy) and nxt.op.src is s.dst \
                         and nxt.dst is c and c.type == s.dst.type and uses.get(id(s.dst)) == 1 \
@@ -192,7 +192,7 @@ def _warp_tiles(extent: int, unit: int, most: int) -> int:
 def _mma_kind(op, threads: int) -> int:
     """native/tile/mma.h's tensor-core kind for ``tile_matmul(a, b, out)`` on ``threads`` CUDA threads
     when its output can stay in registers (every warp owns as many warp tiles), else 0."""
-    a, b, c = (x.type for x in op.args)
+    a, b, c = (x.type for x in op.args[:3])
     m, k, n = a.shape[0], a.shape[1], b.shape[1]
     if a.dtype is T.float16 and b.dtype is T.float16 and c.dtype in (T.float32, T.float16) \
             and m % 16 == 0 and n % 8 == 0 and k % 16 == 0:
@@ -208,7 +208,7 @@ def _wgmma_columns(op, threads: int) -> int:
     """The output columns of one warpgroup tile (mma.h kind 3) for ``tile_matmul(a, b, out)`` of
     float16 operands into float32 on ``threads`` CUDA threads, or 0 where wgmma tiles do not fit:
     64-row tiles, as many per warpgroup, starting at whole strips of b's swizzled layout."""
-    a, b, c = (x.type for x in op.args)
+    a, b, c = (x.type for x in op.args[:3])
     m, k, n = a.shape[0], a.shape[1], b.shape[1]
     if not (a.dtype is T.float16 and b.dtype is T.float16 and c.dtype is T.float32) \
             or threads % 128 or m % 64 or k % 16 or n % 16 or m * n // threads > 128:
@@ -231,7 +231,7 @@ def _wgmma_matmuls(stmts, threads: int) -> dict:
     has no strides, so no view or other reader may see it)."""
     cand = {}
     for s in stmts:
-        if isinstance(s.op, ir.Call) and s.op.builtin.name == "tile_matmul" and len(s.op.args) == 3:
+        if isinstance(s.op, ir.Call) and s.op.builtin.name == "tile_matmul" and s.op.template[2]:
             wn = _wgmma_columns(s.op, threads)
             if wn and s.dst.type == s.op.args[2].type:
                 cand[id(s)] = wn
@@ -277,7 +277,7 @@ def accumulators(fn: ir.Function, threads: int) -> tuple:
     wgmma = _wgmma_matmuls(stmts, threads)
     kinds = {}
     for s in stmts:
-        if isinstance(s.op, ir.Call) and s.op.builtin.name == "tile_matmul" and len(s.op.args) == 3:
+        if isinstance(s.op, ir.Call) and s.op.builtin.name == "tile_matmul" and s.op.template[2]:
             kind = f"3, {wgmma[id(s)]}" if id(s) in wgmma else _mma_kind(s.op, threads)
             if kind and s.dst.type == s.op.args[2].type:
                 union(id(s.dst), id(s.op.args[2]))

@@ -456,7 +456,8 @@ def _adj_element_write(a, adj, adj_ret, template):
 
 
 def _matmul(args, template):
-    a, b, *c = args
+    a, b, *rest = args
+    c = rest[:1] if template[2] else []
     _tile(a, "a")
     _tile(b, "b")
     if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
@@ -473,18 +474,42 @@ def _matmul(args, template):
     return out
 
 
+def _scales(a, template) -> tuple:
+    """C++ of alpha and beta (double: constants are folded, run-time values are the trailing arguments,
+    ``k``: their positions) and the position of out, or None."""
+    alpha, beta, has_out = template
+    k = 3 + has_out  # the destination comes first in ``a``
+    scales, where = [], []
+    for v in (alpha, beta):
+        if v is None:
+            scales.append(f"(double)({a[k]})")
+            where.append(k)
+            k += 1
+        else:
+            scales.append(repr(float(v)))
+            where.append(None)
+    return scales, where, (3 if has_out else None)
+
+
 def _matmul_cpp(a, template):
-    alpha, beta = template
-    if len(a) == 3:  # beta 0: the destination's old contents are never read
-        return f"tw::tile_matmul({a[0]}, {a[1]}, {a[2]}, {a[0]}, {alpha!r}, 0.0)"
-    return f"tw::tile_matmul({a[0]}, {a[1]}, {a[2]}, {a[3]}, {alpha!r}, {beta!r})"
+    (alpha, beta), _, out = _scales(a, template)
+    if out is None:  # beta 0: the destination's old contents are never read
+        return f"tw::tile_matmul({a[0]}, {a[1]}, {a[2]}, {a[0]}, {alpha}, 0.0)"
+    return f"tw::tile_matmul({a[0]}, {a[1]}, {a[2]}, {a[3]}, {alpha}, {beta})"
 
 
 def _adj_matmul(a, adj, adj_ret, template):
-    alpha, beta = template
-    if len(a) == 3:
-        return f"tw::adj_tile_matmul({a[1]}, {a[2]}, {adj[1]}, {adj[2]}, {adj[1]}, {alpha!r}, 0.0, {adj_ret})"
-    return f"tw::adj_tile_matmul({a[1]}, {a[2]}, {adj[1]}, {adj[2]}, {adj[3]}, {alpha!r}, {beta!r}, {adj_ret})"
+    # a[0] is the destination: the operands are a[1:], their adjoints adj[1:]
+    (alpha, beta), where, out = _scales(a, template)
+    c, adj_c = (a[out], adj[out]) if out is not None else (a[1], adj[1])
+    lines = [f"tw::adj_tile_matmul({a[1]}, {a[2]}, {adj[1]}, {adj[2]}, {adj_c}, {alpha}, "
+             f"{beta if out is not None else '0.0'}, {adj_ret})"]
+    kept = [k is not None and adj[k] not in (None, "tw::adj_discard") for k in where]
+    if kept[0]:  # d alpha: the product's elements, weighted by the output's adjoint
+        lines.append(f"tw::adj_tile_matmul_alpha({adj[where[0]]}, {a[1]}, {a[2]}, {adj_ret})")
+    if kept[1]:  # d beta: the old destination's elements, likewise
+        lines.append(f"tw::adj_tile_matmul_beta({adj[where[1]]}, {c}, {adj_ret})")
+    return "; ".join(lines)
 
 
 # ---- the table ----------------------------------------------------------------------------------------

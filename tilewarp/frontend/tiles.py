@@ -56,7 +56,7 @@ SIGNATURES = {
     "tile_stack_clear": [("s", _REQUIRED, "value")],
     "tile_axpy": [("alpha", _REQUIRED, "value"), ("src", _REQUIRED, "value"), ("dest", _REQUIRED, "value")],
     "tile_matmul": [("a", _REQUIRED, "value"), ("b", _REQUIRED, "value"), ("out", None, "value"),
-                    ("alpha", 1.0, "const"), ("beta", 1.0, "const"), ("precision", "default", "const")],
+                    ("alpha", 1.0, "scale"), ("beta", 1.0, "scale"), ("precision", "default", "const")],
 }
 for _n in ("tile_zeros", "tile_ones", "tile_empty"):
     SIGNATURES[_n] = [("shape", _REQUIRED, "shape"), ("dtype", T.float32, "dtype"), ("storage", "register", "storage")]
@@ -109,6 +109,11 @@ def _bind(lw, name, node) -> dict:
             out[pname] = _int_list(lw, arg)
         elif kind == "func":
             out[pname] = lw.visit(arg)
+        elif kind == "scale":  # a constant where it is one (folded into the code), else a run-time value
+            try:
+                out[pname] = float(constant(lw, arg))
+            except (KernelTypeError, TypeError, ValueError):
+                out[pname] = lw.value(arg)
         elif kind == "view":  # tile_view's offset: integers and (constant) slices
             out[pname] = list(arg.elts) if isinstance(arg, ast.Tuple) else [arg]
         else:
@@ -436,9 +441,23 @@ def view_of(lw, t, entries, node, wrap=True):
 
 
 def _matmul(lw, a, node):
+    """Arguments (a, b[, out][, alpha][, beta]); template (alpha, beta, has out), a scale that is
+    None there being the run-time argument (beta only with out)."""
     out = a["out"]
     args = [a["a"], a["b"]] + ([out] if out is not None else [])
-    result = lw.call("tile_matmul", args, node, (float(a["alpha"]), float(a["beta"])))
+    scales = []
+    for name in ("alpha", "beta") if out is not None else ("alpha",):
+        v = a[name]
+        if isinstance(v, ir.Value):
+            if not (T.is_scalar(v.type) and T.scalar_of(v.type)._kind_ in ("float", "int", "uint")):
+                raise KernelTypeError(f"tile_matmul(): {name} must be a number, got {T.type_name(v.type)}",
+                                      lw.src.loc(node))
+            args.append(v)
+            v = None
+        scales.append(v)
+    if out is None:
+        scales.append(1.0)
+    result = lw.call("tile_matmul", args, node, (*scales, out is not None))
     if out is None:
         return result
     # the accumulating form writes `out` in place: rebind the variable it names to the new value
