@@ -249,6 +249,48 @@ template <int WN, bool Async, typename A, typename B> TW_FUNC void matmul_wgmma(
 }
 #endif
 
+// Kind 4, float32 without tensor cores: thread t owns RM x 8 outputs (RM = 4 or 8) in registers:
+// rows mt, mt + GM, ... and columns 4 nt .. 4 nt + 3, N/2 + 4 nt .. N/2 + 4 nt + 3 (mt = t / GN,
+// nt = t % GN). A warp's lanes then read B as consecutive 16-byte pieces and A at a few rows (near
+// broadcasts), 4 k at a time: 2 (RM + 8) shared reads feed 4 RM 8 multiply-adds.
+template <int M, int N, int P> struct simt_tiling {
+    static constexpr int held = M * N / P, RM = held / 8, GM = M / RM, GN = N / 8;
+    static_assert(M * N % P == 0 && (RM == 4 || RM == 8) && M % RM == 0 && N % 8 == 0 && GM * GN == P,
+                  "RM x 8 outputs for every thread");
+};
+#if TW_IS_CUDA
+template <int M, int N, int P> TW_FUNC int simt_element(int slot) {
+    typedef simt_tiling<M, N, P> L;
+    const int t = thread_here(), mt = t / L::GN, nt = t % L::GN, j = slot % 8;
+    return (mt + (slot / 8) * L::GM) * N + (j < 4 ? 0 : N / 2) + 4 * nt + (j & 3);
+}
+// acc (this thread's slots, simt_element order) += A @ B, row-major float32 shared operands
+template <typename A, typename B> TW_FUNC void matmul_simt(float* acc, const A& a, const B& b) {
+    constexpr int M = A::shape::extent(0), K = A::shape::extent(1), N = B::shape::extent(1);
+    typedef simt_tiling<M, N, A::threads> L;
+    const int t = (int)threadIdx.x, mt = t / L::GN, nt = t % L::GN;
+    const float* arow = a.data + mt * K;
+    const float* bcol = b.data + 4 * nt;
+#pragma unroll 2
+    for (int k0 = 0; k0 < K; k0 += 4) {
+        float4 av[L::RM];
+        TW_UNROLL
+        for (int i = 0; i < L::RM; ++i) av[i] = *(const float4*)(arow + i * L::GM * K + k0);
+        TW_UNROLL
+        for (int kk = 0; kk < 4; ++kk) {
+            const float4 b0 = *(const float4*)(bcol + (k0 + kk) * N), b1 = *(const float4*)(bcol + (k0 + kk) * N + N / 2);
+            const float bv[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+            TW_UNROLL
+            for (int i = 0; i < L::RM; ++i) {
+                const float x = kk == 0 ? av[i].x : kk == 1 ? av[i].y : kk == 2 ? av[i].z : av[i].w;
+                TW_UNROLL
+                for (int j = 0; j < 8; ++j) acc[i * 8 + j] = fmaf(x, bv[j], acc[i * 8 + j]);
+            }
+        }
+    }
+}
+#endif
+
 #if TW_IS_CUDA
 // The output element a thread's accumulator `slot` holds (slots numbered as matmul_hmma/dmma do).
 template <int Kind, int M, int N, int P> TW_FUNC int mma_element(int slot) {
@@ -280,10 +322,11 @@ template <typename T, typename S, int P, int Kind, int WN = 0> struct mtile {
     TW_FUNC const T& at(int r, int) const { return data[r]; }
     static constexpr int kind = Kind, columns = WN;
 #if TW_IS_CUDA
-    static_assert(Kind == 3 || detail::mma_tiling<Kind, S::extent(0), S::extent(1)>::tiles % (P / 32) == 0,
+    static_assert(Kind >= 3 || detail::mma_tiling<Kind, S::extent(0), S::extent(1)>::tiles % (P / 32) == 0,
                   "every warp owns as many warp tiles");
     TW_FUNC static int element(int r) {
         if constexpr (Kind == 3) return detail::wg_element<S::extent(0), S::extent(1), P, WN>(r);
+        else if constexpr (Kind == 4) return detail::simt_element<S::extent(0), S::extent(1), P>(r);
         else return detail::mma_element<Kind, S::extent(0), S::extent(1), P>(r);
     }
 #else
@@ -366,6 +409,20 @@ TW_FUNC bool tile_matmul_mma(D& out, const A& a, const B& b, const C& c, S alpha
         for (int s = 0; s < R; ++s)  // beta 0: out's old values are never read (they may be NaN)
             out.data[s] = alpha == S(1) ? acc[s] : beta == S(0) ? (float)alpha * acc[s] : (float)alpha * acc[s] + (float)beta * c.data[s];
         if (!Async) block_sync();  // the operands may be rewritten next
+        return true;
+    } else if constexpr (mtile_kind<D>::value == 4) {  // float32 sums of RM x 8 outputs a thread
+        static_assert(same_tile<D, C>::value && is_rowmajor_shared<A>::value && is_rowmajor_shared<B>::value,
+                      "float32 register accumulators take row-major shared operands");
+        constexpr int R = TW_TILE_REGS(D::size, D::threads);
+        float acc[R];
+        TW_UNROLL
+        for (int s = 0; s < R; ++s) acc[s] = alpha == S(1) && beta != S(0) ? (float)beta * c.data[s] : 0.0f;
+        block_sync();
+        matmul_simt(acc, a, b);
+        TW_UNROLL
+        for (int s = 0; s < R; ++s)
+            out.data[s] = alpha == S(1) ? acc[s] : beta == S(0) ? (float)alpha * acc[s] : (float)alpha * acc[s] + (float)beta * c.data[s];
+        block_sync();
         return true;
     } else if constexpr (is_mtile<D>::value) {  // the sums stay in registers
         static_assert(same_tile<D, C>::value && is_rowmajor_shared<A>::value && is_rowmajor_shared<B>::value &&

@@ -190,8 +190,9 @@ def _warp_tiles(extent: int, unit: int, most: int) -> int:
 
 
 def _mma_kind(op, threads: int) -> int:
-    """native/tile/mma.h's tensor-core kind for ``tile_matmul(a, b, out)`` on ``threads`` CUDA threads
-    when its output can stay in registers (every warp owns as many warp tiles), else 0."""
+    """native/tile/mma.h's kind for ``tile_matmul(a, b, out)`` on ``threads`` CUDA threads when its
+    output can stay in registers (every warp owns as many warp tiles; float32: every thread as many
+    outputs, 32 or 64), else 0."""
     a, b, c = (x.type for x in op.args[:3])
     m, k, n = a.shape[0], a.shape[1], b.shape[1]
     if a.dtype is T.float16 and b.dtype is T.float16 and c.dtype in (T.float32, T.float16) \
@@ -199,6 +200,9 @@ def _mma_kind(op, threads: int) -> int:
         kind, tiles = 1, (m // (16 * _warp_tiles(m, 16, 2))) * (n // (8 * _warp_tiles(n, 8, 4)))
     elif a.dtype is b.dtype is c.dtype is T.float64 and m % 8 == 0 and n % 8 == 0 and k % 4 == 0:
         kind, tiles = 2, (m // (8 * _warp_tiles(m, 8, 4))) * (n // (8 * _warp_tiles(n, 8, 2)))
+    elif a.dtype is b.dtype is c.dtype is T.float32:  # kind 4: RM x 8 outputs a thread (mma.h simt_tiling)
+        held = m * n // threads if threads and (m * n) % threads == 0 else 0
+        return 4 if held in (32, 64) and m % (held // 8) == 0 and n % 8 == 0 and k % 4 == 0 else 0
     else:
         return 0
     return kind if threads % 32 == 0 and tiles % (threads // 32) == 0 else 0
@@ -275,10 +279,12 @@ def accumulators(fn: ir.Function, threads: int) -> tuple:
 
     stmts = [s for s in ir.walk(fn.body) if isinstance(s, ir.Assign)]
     wgmma = _wgmma_matmuls(stmts, threads)
+    views = {id(s.dst) for s in stmts if isinstance(s.op, ir.Call) and s.op.builtin.name in VIEWS}
     kinds = {}
     for s in stmts:
         if isinstance(s.op, ir.Call) and s.op.builtin.name == "tile_matmul" and s.op.template[2]:
-            kind = f"3, {wgmma[id(s)]}" if id(s) in wgmma else _mma_kind(s.op, threads)
+            strided = id(s.op.args[0]) in views or id(s.op.args[1]) in views  # the paths read row-major tiles
+            kind = f"3, {wgmma[id(s)]}" if id(s) in wgmma else 0 if strided else _mma_kind(s.op, threads)
             if kind and s.dst.type == s.op.args[2].type:
                 union(id(s.dst), id(s.op.args[2]))
                 kinds[id(s)] = kind
