@@ -21,6 +21,9 @@ namespace tw {
 namespace detail {
 template <bool B, typename X, typename Y> struct pick { typedef X type; };
 template <typename X, typename Y> struct pick<false, X, Y> { typedef Y type; };
+// a GEMM sums in its output's dtype; float16 sums in float32 (as tensor cores make them)
+template <typename T> struct matmul_acc_of { typedef T type; };
+template <> struct matmul_acc_of<half> { typedef float type; };
 
 template <typename D, typename A, typename B, typename C> struct mma_operands {
     static constexpr int M = A::shape::extent(0), K = A::shape::extent(1), N = B::shape::extent(1);
@@ -351,7 +354,7 @@ TW_FUNC void matmul_blocked(D& out, const A& a, const B& b, const C& c, S alpha,
     constexpr int M = A::shape::extent(0), K = A::shape::extent(1), N = B::shape::extent(1);
     constexpr int GM = M / RM, GN = N / RN;
     typedef typename D::value_type T;
-    typedef typename pick<same_tile<typename A::value_type, half>::value, float, T>::type Acc;
+    typedef typename matmul_acc_of<T>::type Acc;
     for (int t = (int)threadIdx.x; t < GM * GN; t += A::threads) {
         const int mt = t / GN, nt = t % GN;
         Acc acc[RM][RN];

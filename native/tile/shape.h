@@ -75,19 +75,15 @@ template <typename X, typename D> TW_FUNC void adj_tile_broadcast(X& adj_t, cons
 }
 
 // ---- matmul: out = alpha * a @ b + beta * c -------------------------------------------------------
-// Tensor cores where mma.h's paths apply (CUDA), else a portable loop. Float16 operands are
-// multiplied and summed in float32 (as tensor cores do), whatever the output type.
-namespace detail {
-template <typename X, typename Y> struct matmul_acc { typedef Y type; };
-template <typename Y> struct matmul_acc<half, Y> { typedef float type; };
-}  // namespace detail
+// Tensor cores where mma.h's paths apply (CUDA), else a portable loop. The operands' and out's
+// dtypes are independent (float16/32/64, as in Warp); products are summed in out's dtype.
 // Async (pipelined K loops only, emit/cpp.py): a wgmma product may still be running on return
 template <bool Async = false, typename D, typename A, typename B, typename C, typename S>
 TW_FUNC void tile_matmul(D& out, const A& a, const B& b, const C& c, S alpha, S beta) {
     if (detail::tile_matmul_mma<Async>(out, a, b, c, alpha, beta)) return;
     constexpr int K = A::shape::extent(1), N = B::shape::extent(1);
     typedef typename D::value_type T;
-    typedef typename detail::matmul_acc<typename A::value_type, T>::type Acc;
+    typedef typename detail::matmul_acc_of<T>::type Acc;
     block_sync();
     tile_fill_with(out, [&](int r, int e) {
         const int i = e / N, j = e % N;
@@ -101,9 +97,10 @@ TW_FUNC void tile_matmul(D& out, const A& a, const B& b, const C& c, S alpha, S 
 template <typename A, typename B, typename AA, typename AB, typename C, typename D, typename S>
 TW_FUNC void adj_tile_matmul(const A& a, const B& b, AA& adj_a, AB& adj_b, C& adj_c, S alpha, S beta, const D& adj_out) {
     constexpr int M = A::shape::extent(0), K = A::shape::extent(1), N = B::shape::extent(1);
-    typedef typename A::value_type TA;
+    typedef typename AA::value_type TA;
+    typedef typename AB::value_type TB;
     typedef typename C::value_type TC;
-    typedef typename detail::matmul_acc<TA, typename D::value_type>::type Acc;
+    typedef typename detail::matmul_acc_of<typename D::value_type>::type Acc;
     block_sync();
     TW_FOR_OWNED(M * K, A::threads, r, e) {  // adj_a += alpha * adj_out @ b^T
         const int i = e / K, k = e % K;
@@ -117,10 +114,10 @@ TW_FUNC void adj_tile_matmul(const A& a, const B& b, AA& adj_a, AB& adj_b, C& ad
         Acc acc = Acc();
         for (int i = 0; i < M; ++i)
             acc = add(acc, mul(cast<Acc>(a.at(i * K + k, i * K + k)), cast<Acc>(adj_out.at(i * N + j, i * N + j))));
-        adj_b.at(r, e) = cast<TA>(add(cast<Acc>(adj_b.at(r, e)), mul(cast<Acc>(alpha), acc)));
+        adj_b.at(r, e) = cast<TB>(add(cast<Acc>(adj_b.at(r, e)), mul(cast<Acc>(alpha), acc)));
     }
     if (beta != S(0))
-        TW_FOR_OWNED(M * N, C::threads, r, e) adj_c.at(r, e) = add(adj_c.at(r, e), mul(cast<TC>(beta), adj_out.at(r, e)));
+        TW_FOR_OWNED(M * N, C::threads, r, e) adj_c.at(r, e) = add(adj_c.at(r, e), mul(cast<TC>(beta), cast<TC>(adj_out.at(r, e))));
     block_sync();
 }
 // run-time alpha and beta: d/d alpha = sum of (a @ b) * adj_out, d/d beta = sum of c * adj_out (each
@@ -128,7 +125,7 @@ TW_FUNC void adj_tile_matmul(const A& a, const B& b, AA& adj_a, AB& adj_b, C& ad
 template <typename V, typename A, typename B, typename D>
 TW_FUNC void adj_tile_matmul_alpha(V& adj_alpha, const A& a, const B& b, const D& adj_out) {
     constexpr int K = A::shape::extent(1), N = B::shape::extent(1);
-    typedef typename detail::matmul_acc<typename A::value_type, typename D::value_type>::type Acc;
+    typedef typename detail::matmul_acc_of<typename D::value_type>::type Acc;
     block_sync();
     TW_FOR_OWNED(D::size, D::threads, r, e) {
         const int i = e / N, j = e % N;

@@ -156,23 +156,70 @@ def test_tile_matmul_gradient_float64(device, rng):
     np.testing.assert_allclose(b.grad.numpy(), 1.5 * a.numpy().T @ g, rtol=1e-12, atol=1e-12)
 
 
-def test_mixed_precision_out_is_checked():
-    """float16 operands may sum into float32 (beyond Warp); any other mix is a typed error."""
+@pytest.mark.parametrize("ta,tb,tc", [("float32", "float16", "float64"), ("float64", "float32", "float16"),
+                                      ("float16", "float16", "float64")])
+def test_mixed_dtypes_sum_in_out_dtype(device, rng, ta, tb, tc):
+    """As in Warp, a, b and out may each be float16/32/64; the sums are made in out's dtype."""
+    mod = load_module(f'''
+import WP as wp
+
+
+@wp.kernel
+def mixed(a: wp.array2d(dtype=wp.{ta}), b: wp.array2d(dtype=wp.{tb}), c: wp.array2d(dtype=wp.{tc})):
+    x = wp.tile_load(a, shape=(16, 32))
+    y = wp.tile_load(b, shape=(32, 8))
+    z = wp.tile_load(c, shape=(16, 8))
+    wp.tile_matmul(x, y, z, alpha=0.5)
+    wp.tile_store(c, z)
+''', "tilewarp")
+    an, bn = rng.uniform(-1, 1, (16, 32)).astype(ta), rng.uniform(-1, 1, (32, 8)).astype(tb)
+    cn = rng.uniform(-1, 1, (16, 8)).astype(tc)
+    c = wp.array(cn, device=device)
+    wp.launch_tiled(mod.mixed, dim=1, inputs=[wp.array(an, device=device), wp.array(bn, device=device), c],
+                    block_dim=64, device=device)
+    want = 0.5 * an.astype(np.float64) @ bn.astype(np.float64) + cn.astype(np.float64)
+    np.testing.assert_allclose(c.numpy().astype(np.float64), want, atol={"float16": 2e-2, "float64": 1e-5}[tc])
+
+
+@pytest.mark.parametrize("body,error,match", [
+    ("wp.tile_matmul(wp.tile_load(i, shape=(16, 16)), x, z)", wp.KernelTypeError, r"float16/32/64 tiles"),
+    ("wp.tile_matmul(x, x, wp.tile_zeros(shape=(16, 8), dtype=float))", wp.KernelTypeError, r"shape \(16, 16\)"),
+    ("wp.tile_matmul(x, x, z, precision='fp8')", wp.KernelValueError, r"'default' or 'tf32'"),
+    ("wp.tile_matmul(x, x, z, precision='tf32')", wp.KernelTypeError, r"tf32.*float32 tiles"),
+])
+def test_tile_matmul_bad_arguments(body, error, match):
+    mod = load_module(f'''
+import WP as wp
+
+
+@wp.kernel
+def bad(a: wp.array2d(dtype=wp.float16), i: wp.array2d(dtype=int), c: wp.array2d(dtype=float)):
+    x = wp.tile_load(a, shape=(16, 16))
+    z = wp.tile_zeros(shape=(16, 16), dtype=float)
+    {body}
+    wp.tile_store(c, z)
+''', "tilewarp")
+    args = [wp.zeros((16, 16), dtype=wp.float16, device="cpu"), wp.zeros((16, 16), dtype=int, device="cpu"),
+            wp.zeros((16, 16), dtype=float, device="cpu")]
+    with pytest.raises(error, match=match):
+        wp.launch_tiled(mod.bad, dim=1, inputs=args, block_dim=32, device="cpu")
+
+
+def test_tf32_precision_computes_in_float32(rng):
+    """precision='tf32' (Warp: TF32 inputs where cuBLASDx runs, float32 elsewhere) is float32 here."""
     mod = load_module('''
 import WP as wp
 
 
 @wp.kernel
-def bad(a: wp.array2d(dtype=wp.float16), c: wp.array2d(dtype=wp.float64)):
-    x = wp.tile_load(a, shape=(16, 16))
-    z = wp.tile_zeros(shape=(16, 16), dtype=wp.float64)
-    wp.tile_matmul(x, x, z)
+def tf(a: wp.array2d(dtype=float), b: wp.array2d(dtype=float), c: wp.array2d(dtype=float)):
+    z = wp.tile_matmul(wp.tile_load(a, shape=(16, 16)), wp.tile_load(b, shape=(16, 16)), precision="tf32")
     wp.tile_store(c, z)
 ''', "tilewarp")
-    a = wp.zeros((16, 16), dtype=wp.float16, device="cpu")
-    c = wp.zeros((16, 16), dtype=wp.float64, device="cpu")
-    with pytest.raises(wp.KernelTypeError, match=r"out must be a .*float16.* or .*float32.*, got"):
-        wp.launch_tiled(mod.bad, dim=1, inputs=[a, c], block_dim=32, device="cpu")
+    an, bn = rng.standard_normal((16, 16)).astype(np.float32), rng.standard_normal((16, 16)).astype(np.float32)
+    c = wp.zeros((16, 16), dtype=float, device="cpu")
+    wp.launch_tiled(mod.tf, dim=1, inputs=[wp.array(an), wp.array(bn), c], block_dim=32, device="cpu")
+    np.testing.assert_allclose(c.numpy(), an.astype(np.float64) @ bn.astype(np.float64), rtol=1e-5, atol=1e-5)
 
 
 # K loops whose loads run ahead (block/prefetch.py): any start, constant step and trip count,

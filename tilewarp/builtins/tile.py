@@ -462,14 +462,13 @@ def _matmul(args, template):
     _tile(b, "b")
     if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
         fail(f"cannot multiply tiles of shapes {a.shape} and {b.shape}")
-    if a.dtype != b.dtype or not T.is_float(a.dtype):
-        fail(f"multiplies float tiles of one type, got {T.type_name(a.dtype)} and {T.type_name(b.dtype)}")
-    out = T.TileType(a.dtype, (a.shape[0], b.shape[1]))
-    if c:
-        # beyond Warp (which wants one dtype): float16 operands may accumulate into a float32 tile
-        wide = T.TileType(T.float32, out.shape) if a.dtype is T.float16 else None
-        if c[0] != out and c[0] != wide:
-            fail(f"out must be a {out}" + (f" or {wide}" if wide else "") + f", got {T.type_name(c[0])}")
+    floats = (T.float16, T.float32, T.float64)
+    if a.dtype not in floats or b.dtype not in floats:  # as Warp: each may be any of the three
+        fail(f"multiplies float16/32/64 tiles, got {T.type_name(a.dtype)} and {T.type_name(b.dtype)}")
+    out = T.TileType(a.dtype, (a.shape[0], b.shape[1]))  # the returning form: a's dtype
+    if c:  # the accumulating form sums in out's dtype (float32 for float16 operands on tensor cores)
+        if not (isinstance(c[0], T.TileType) and c[0].shape == out.shape and c[0].dtype in floats):
+            fail(f"out must be a float16/32/64 tile of shape {out.shape}, got {T.type_name(c[0])}")
         return c[0]
     return out
 

@@ -445,6 +445,14 @@ def _matmul(lw, a, node):
     None there being the run-time argument (beta only with out)."""
     out = a["out"]
     args = [a["a"], a["b"]] + ([out] if out is not None else [])
+    precision = a["precision"]
+    if precision not in ("default", "tf32"):
+        raise KernelValueError(f"tile_matmul(): precision must be 'default' or 'tf32', got {precision!r}",
+                               lw.src.loc(node))
+    if precision == "tf32" and not all(T.is_tile(x.type) and x.type.dtype is T.float32 for x in args[:2]):
+        raise KernelTypeError("tile_matmul(): precision='tf32' needs float32 tiles a and b", lw.src.loc(node))
+    # precision='tf32' computes in full float32 (as Warp does wherever cuBLASDx does not run): the
+    # result is at least as accurate as TF32's, and the same on every target
     scales = []
     for name in ("alpha", "beta") if out is not None else ("alpha",):
         v = a[name]
