@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything this project measures on a GPU machine, by steps (benchmarks/RESULTS.md records the runs).
 #   bash benchmarks/gpu_run.sh STEP...      e.g.  bash benchmarks/gpu_run.sh stash probe install suite examples
-# Carried, ignored folders: .whl_inst (setuptools wheel, zstd + its libraries, Warp's tests as
+# Carried, ignored folders: .whl (nvidia-mathdx, nvidia-cuda-cccl<13.2, -crt, -runtime wheels: the
+# cuBLASDx path's headers), .whl_inst (setuptools wheel, zstd + its libraries, Warp's tests as
 # warptests.tgz, a copy of ../shared/warp_suite), .whl1 / .whl2 (the two halves of warp-lang's `warp/`
 # package, zstd -19, without warp-clang.so, tests and examples: `stash` keeps the first half in ~ for
 # a `warp` step in the next call, which must follow while the machine is still warm).
@@ -26,6 +27,10 @@ REPO="$PWD"
 export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 TILEWARP_CACHE_DIR=/tmp/tw-cache
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+if ls .whl/*.whl > /dev/null 2>&1; then  # carried wheels the machine lacks (MathDx, CCCL, CUDA headers)
+  [ -d /tmp/site ] || python -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl
+  export PYTHONPATH="$PYTHONPATH:/tmp/site"
+fi
 python build_lib.py 2>&1 | tail -1
 WITH_WARP=""
 [ -d /tmp/warp-site/warp ] && WITH_WARP=1 && export PYTHONPATH="$PYTHONPATH:/tmp/warp-site"  # joined by an earlier call
@@ -63,14 +68,18 @@ for STEP in "$@"; do
   matmul)  # tile GEMM 4096^3 (tilewarp, torch; warp-lang too after a `warp` step), two tile shapes
     MODS=tilewarp,torch; [ -n "$WITH_WARP" ] && MODS=tilewarp,warp,torch
     timeout 250 python -m benchmarks.matmul --device cuda:0 --modules $MODS 2>&1 | tee "$OUT/matmul_64.txt"
+    echo "-- cuBLASDx (enable_mathdx_gemm) and tilewarp's own paths, 64x64x64 tiles on 128 threads"
+    timeout 200 python -m benchmarks.matmul --device cuda:0 --modules tilewarp:mathdx,tilewarp --tile 64,64,64 \
+      --block_dim 128 2>&1 | grep -v "^dtype"
     for cfg in 64,64,64:128 128,64,64:128 64,128,64:128 128,128,64:256 128,128,32:256 128,256,64:256; do
       echo "-- tile ${cfg%%:*} block_dim ${cfg##*:}"
       timeout 100 python -m benchmarks.matmul --device cuda:0 --modules tilewarp \
         --tile ${cfg%%:*} --block_dim ${cfg##*:} --dtypes float16,float32 2>&1 | grep -v "^dtype"
     done 2>&1 | tee "$OUT/matmul_tiles.txt" ;;
-  mmtests)  # the tile_matmul tests on cuda:0 (tensor-core paths: mma.sync, wgmma)
-    TILEWARP_TEST_DEVICES=cuda:0 timeout 200 python -m pytest -q -p no:cacheprovider --tb=short \
-      tests/tiles/test_tile_matmul.py tests/tiles/test_seed_programs.py > "$OUT/mm_tests.txt" 2>&1
+  mmtests)  # the tile_matmul tests on cuda:0 (tensor-core paths: mma.sync, wgmma; cuBLASDx)
+    TILEWARP_TEST_DEVICES=cuda:0 timeout 300 python -m pytest -q -p no:cacheprovider --tb=short \
+      tests/tiles/test_tile_matmul.py tests/tiles/test_tile_matmul_mathdx.py tests/tiles/test_seed_programs.py \
+      > "$OUT/mm_tests.txt" 2>&1
     grep -E "^(FAILED|ERROR)|passed|failed|^E  " "$OUT/mm_tests.txt" | head -30 ;;
   mmprobe)  # Nsight Compute and the SASS of the float16 tile GEMM
     M="--section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis"

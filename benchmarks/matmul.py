@@ -4,6 +4,8 @@ torch (cuBLAS), in TFLOP/s; plus the cold compile + first launch of the tile-GEM
     python -m benchmarks.matmul [--device cuda:0] [--modules tilewarp,warp,torch] [--n 4096]
         [--dtypes float16,float32,float64] [--tile 64,64,32] [--block_dim 128]
 
+Module ``tilewarp:mathdx`` is tilewarp with ``wp.config.enable_mathdx_gemm`` (cuBLASDx).
+
 float16 runs with float32 sums in tilewarp (operands float16, output float32: beyond Warp, which
 wants one dtype, so Warp's row uses float16 sums) and with float16 inputs and float32 accumulation
 in torch.
@@ -68,7 +70,7 @@ def _timed(fn, sync, iters=10):
 
 def bench(module, dtype, n, tile, block_dim, device, d):
     tm, tn, tk = tile
-    acc = dtype if (module != "tilewarp" or dtype != "float16") else "float32"
+    acc = dtype if (not module.startswith("tilewarp") or dtype != "float16") else "float32"
     rng = np.random.default_rng(0)
     a = rng.uniform(-1, 1, (n, n)).astype(dtype)
     b = rng.uniform(-1, 1, (n, n)).astype(dtype)
@@ -77,10 +79,13 @@ def bench(module, dtype, n, tile, block_dim, device, d):
         ta, tb = torch.tensor(a, device="cuda"), torch.tensor(b, device="cuda")
         s = _timed(lambda: ta @ tb, torch.cuda.synchronize)
         return s, float("nan"), None
-    wp = importlib.import_module(module)
+    wp = importlib.import_module(module.split(":")[0])
     wp.config.quiet = True
+    if module.startswith("tilewarp"):  # tilewarp:mathdx: tile_matmul through cuBLASDx, not our own paths
+        wp.config.enable_mathdx_gemm = module == "tilewarp:mathdx"
+    variant, module = module.replace(":", "_"), module.split(":")[0]
     text = KERNEL.format(module=module, tm=tm, tn=tn, tk=tk, ab=dtype, acc=acc)
-    k = _load(module, text, d)
+    k = _load(variant, text, d)
     wa, wb = wp.array(a, device=device), wp.array(b, device=device)
     wc = wp.zeros((n, n), dtype=getattr(wp, acc), device=device)
     t0 = time.perf_counter()

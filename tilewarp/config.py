@@ -28,6 +28,10 @@ host_compiler: str | None = os.environ.get("CXX")
 enable_cpu_blocks: bool = True
 #: After every launch, check the float arrays the kernel writes for NaN/Inf (raises KernelRuntimeError).
 verify_fp: bool = False
+#: CUDA tile_matmul through cuBLASDx (nvidia-mathdx) instead of tilewarp's own tensor-core paths
+#: (docs/TILES.md): False by default, unlike Warp, as ours are faster and compile in about a second
+#: where cuBLASDx takes 10-20 s a kernel; a module's ``enable_mathdx_gemm`` option overrides it.
+enable_mathdx_gemm: bool = False
 
 #: Called with the setting's name after any ``wp.config.<name> = value`` (and after a module's
 #: options change): the launch caches decide debug vs release and ``verify_fp`` once per kernel.

@@ -95,6 +95,16 @@ def is_debug(kernel) -> bool:
     return (mode or config.mode) == "debug"
 
 
+def mathdx_gemm(kernel) -> bool:
+    """Whether ``kernel``'s tile_matmuls go through cuBLASDx on CUDA: its own options, then its
+    module's, then ``config.enable_mathdx_gemm``."""
+    own = kernel.module_options.get("enable_mathdx_gemm")
+    if own is None:
+        opts = _OPTIONS.get(kernel.module_name)
+        own = opts.get("enable_mathdx_gemm") if opts else None
+    return bool(config.enable_mathdx_gemm if own is None else own)
+
+
 def backward_setting(kernel):
     """``enable_backward`` for ``kernel``: False (no backward), True (asked for explicitly: built
     with the forward) or None (the default: built lazily, on the first backward launch)."""

@@ -10,7 +10,7 @@ from .compile import load_cached
 from .compile.options import current
 from .emit import emit_module, names
 from .emit.sites import SiteTable
-from .module_options import is_debug
+from .module_options import is_debug, mathdx_gemm
 from .runtime.launch import ArgPacker
 
 
@@ -58,7 +58,7 @@ def build(kernel, device, block=None) -> CompiledKernel:
     # the backward (reverse pass over the IR) is a separate module, built lazily: build_backward
     debug = is_debug(kernel)  # wp.config.mode, or the kernel's module options
     sites = SiteTable() if debug else None
-    source = emit_module(fn, sites, block)  # emit: one C++ body for both targets
+    source = emit_module(fn, sites, block, mathdx_gemm(kernel))  # emit: one C++ body for both targets
     if os.environ.get("TILEWARP_DUMP"):
         from .ir.printer import dump
 

@@ -218,7 +218,8 @@ def tf(a: wp.array2d(dtype=float), b: wp.array2d(dtype=float), c: wp.array2d(dty
 ''', "tilewarp")
     an, bn = rng.standard_normal((16, 16)).astype(np.float32), rng.standard_normal((16, 16)).astype(np.float32)
     c = wp.zeros((16, 16), dtype=float, device="cpu")
-    wp.launch_tiled(mod.tf, dim=1, inputs=[wp.array(an), wp.array(bn), c], block_dim=32, device="cpu")
+    wp.launch_tiled(mod.tf, dim=1, inputs=[wp.array(an, device="cpu"), wp.array(bn, device="cpu"), c], block_dim=32,
+                    device="cpu")
     np.testing.assert_allclose(c.numpy(), an.astype(np.float64) @ bn.astype(np.float64), rtol=1e-5, atol=1e-5)
 
 

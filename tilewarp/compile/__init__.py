@@ -23,8 +23,10 @@ def _build_cpu(source: str, name: str, options: Options, work: Path) -> bytes:
 def _build_cuda(source: str, name: str, options: Options, work: Path) -> bytes:
     from . import nvrtc
 
-    return nvrtc.compile_cubin(source, name, options.arch, defines={}, debug=options.debug,
-                               fast_math=options.fast_math, source_dir=str(work))
+    mathdx = nvrtc.MATHDX_MARK in source  # tile_matmul through cuBLASDx (native/tile/dx.h)
+    return nvrtc.compile_cubin(source, name, options.arch, defines={"TW_DX_SM": options.arch * 10} if mathdx else {},
+                               debug=options.debug, fast_math=options.fast_math, source_dir=str(work),
+                               extra_options=nvrtc.mathdx_options() if mathdx else ())
 
 
 def _cpu_identity(options: Options) -> str:

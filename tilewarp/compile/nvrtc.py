@@ -61,6 +61,24 @@ def _wheel_include_dirs() -> tuple[str, ...]:
     return tuple(out)
 
 
+#: the line of a generated module that uses cuBLASDx (emit/cpp.py writes it; it adds mathdx_options)
+MATHDX_MARK = "// tilewarp: cuBLASDx"
+
+
+@functools.lru_cache(maxsize=None)
+def mathdx_options() -> tuple[str, ...]:
+    """NVRTC options of a module that uses cuBLASDx (native/tile/dx.h): the MathDx headers (and the
+    CUTLASS they ship), the CUDA wheels' headers, functions device-side by default (MathDx's
+    headers do not mark them)."""
+    try:
+        import nvidia.mathdx as mathdx
+    except ImportError as e:
+        raise CompileError("enable_mathdx_gemm needs the nvidia-mathdx package (pip install nvidia-mathdx)") from e
+    root = Path(list(mathdx.__path__)[0])
+    return ("--device-as-default-execution-space", f"-I{root / 'include'}",
+            f"-I{root / 'external' / 'cutlass' / 'include'}", *(f"-I{d}" for d in _wheel_include_dirs()))
+
+
 def include_dirs(extra: bool = False) -> list[str]:
     """native/ first; CUDA wheel headers only on request (CCCL headers cost seconds to compile)."""
     dirs = [str(NATIVE_DIR)]

@@ -248,5 +248,7 @@ def loads_in_flight(stmts, storage) -> set:
     return out
 
 
-def block_analysis(fn: ir.Function, shape: BlockShape):
-    return analyse(fn, shape.uniform_tids), plan(fn, threads=shape.threads, pipeline=True)
+def block_analysis(fn: ir.Function, shape: BlockShape, registers: bool = True):
+    """Lanes and storage of a block body; ``registers``: tensor-core / register accumulators allowed
+    (not for cuBLASDx products, which read and write shared tiles)."""
+    return analyse(fn, shape.uniform_tids), plan(fn, threads=shape.threads if registers else 0, pipeline=True)

@@ -13,11 +13,12 @@ from . import names
 from ..block.combine import combined_atomics
 from .block import (LaneGrouping, block_analysis, block_args, declare, deferred_struct, into_expression, loads_in_flight,
                     prologue, wgmma_blocks)
+from ..compile.nvrtc import MATHDX_MARK
 from .block import constants as block_constants
 from .block import entry as block_entry
 
 
-def emit_module(kernel: ir.Function, sites=None, block=None) -> str:
+def emit_module(kernel: ir.Function, sites=None, block=None, mathdx: bool = False) -> str:
     """The whole translation unit of one kernel: its functions, argument struct, body, entry.
 
     With ``sites`` (an ``emit.sites.SiteTable``, debug builds) every checked array access and
@@ -32,7 +33,9 @@ def emit_module(kernel: ir.Function, sites=None, block=None) -> str:
     elif block is not None and not uses_tiles(kernel):
         block = None
     out = ['#include "tilewarp.h"', "", "namespace {", ""]
-    printer = _Printer(kernel, sites, block)
+    printer = _Printer(kernel, sites, block, mathdx and block is not None)
+    if printer.mathdx:  # cuBLASDx's headers only where asked for (compile/nvrtc.py adds their paths)
+        out[1:1] = ['#include "tile/dx.h"', MATHDX_MARK]
     if block is not None:
         out += block_constants(block, wgmma_blocks(kernel, printer.storage, block.threads))
     plan = forward_plan(kernel)  # the callees, and the adjoints wp.grad(f) calls
@@ -113,8 +116,9 @@ def expression(op, located=None, args=None) -> str:
 
 
 class _Printer(LaneGrouping):
-    def __init__(self, fn: ir.Function, sites=None, block=None):
+    def __init__(self, fn: ir.Function, sites=None, block=None, mathdx: bool = False):
         self.fn = fn
+        self.mathdx = mathdx  # tile_matmul through cuBLASDx (native/tile/dx.h)
         self.sites = sites
         self.lines: list = []
         self.depth = 1
@@ -123,7 +127,7 @@ class _Printer(LaneGrouping):
         self.combined, self.deferred = {}, "tw::no_deferred"
         self.no_wait = set()  # ids of tile_loads whose copies the next load waits for
         if block is not None:
-            self.lanes, self.storage = block_analysis(fn, block)
+            self.lanes, self.storage = block_analysis(fn, block, registers=not mathdx)
             if sites is None:  # debug builds keep every atomic where it is
                 self.combined = combined_atomics(fn)
 
@@ -212,6 +216,8 @@ class _Printer(LaneGrouping):
                 self.line(f"tw::tile_copy({names.value(s.dst)}, {ref(s.op.src)});")
             elif id(s) in self.no_wait:
                 self.line(into_expression(s, self.lanes, ref).replace("tw::tile_load(", "tw::tile_load<false>(", 1))
+            elif self.mathdx and s.op.builtin.name == "tile_matmul":
+                self.line(into_expression(s, self.lanes, ref).replace("tw::tile_matmul(", "tw::tile_matmul_dx(", 1))
             else:
                 self.line(into_expression(s, self.lanes, ref))
             return
