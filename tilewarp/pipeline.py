@@ -58,7 +58,9 @@ def build(kernel, device, block=None) -> CompiledKernel:
     # the backward (reverse pass over the IR) is a separate module, built lazily: build_backward
     debug = is_debug(kernel)  # wp.config.mode, or the kernel's module options
     sites = SiteTable() if debug else None
-    source = emit_module(fn, sites, block, mathdx_gemm(kernel))  # emit: one C++ body for both targets
+    # the device's shared memory bounds how far a GEMM's loads may run ahead (block/prefetch.py)
+    limit = device.backend.max_shared_memory_per_block_optin if device.kind == "cuda" else 0
+    source = emit_module(fn, sites, block, mathdx_gemm(kernel), limit)  # emit: one C++ body for both targets
     if os.environ.get("TILEWARP_DUMP"):
         from .ir.printer import dump
 

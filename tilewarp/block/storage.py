@@ -318,10 +318,10 @@ def accumulators(fn: ir.Function, threads: int) -> tuple:
     return out, swizzled
 
 
-def plan(fn: ir.Function, extra_shared=(), threads: int = 0, pipeline: bool = False) -> Storage:
+def plan(fn: ir.Function, extra_shared=(), threads: int = 0, pipeline: bool = False, shared_limit: int = 0) -> Storage:
     """Storage of every tile of ``fn`` and the shared-memory offsets (first fit by start position);
     ``threads``: the CUDA threads of a block, for the tensor-core accumulators (0: none); ``pipeline``:
-    give the loads of GEMM K loops buffers to run ahead in (prefetch.py)."""
+    give the loads of GEMM K loops buffers to run ahead in (prefetch.py), within ``shared_limit``."""
     shared = choose(fn) | set(extra_shared)
     mma, swizzled = accumulators(fn, threads) if threads else ({}, {})
     shared -= set(mma)
@@ -331,7 +331,7 @@ def plan(fn: ir.Function, extra_shared=(), threads: int = 0, pipeline: bool = Fa
     sizes = {id(v): tile_bytes(v.type) for v in fn.values
              if T.is_tile(v.type) and id(v) in shared and id(v) not in out.views and id(v) not in into}
     if pipeline:
-        _pipeline(fn, out, sizes, set(out.roots.values()) | set(into) | set(into.values()), threads)
+        _pipeline(fn, out, sizes, set(out.roots.values()) | set(into) | set(into.values()), threads, shared_limit)
     span = lifetimes(fn, set(sizes), {**out.roots, **into}, set(out.buffers))
     placed = []  # (offset, size, last)
     for vid in sorted(sizes, key=lambda v: (span.get(v, [0, 0])[0], -sizes[v])):
@@ -356,7 +356,7 @@ def _alignment(vid, storage: Storage) -> int:
     return SWIZZLE_ALIGN if vid in storage.swizzled else ALIGN  # a swizzle's phase follows the address
 
 
-def _pipeline(fn: ir.Function, storage: Storage, sizes: dict, fixed: set, threads: int) -> None:
+def _pipeline(fn: ir.Function, storage: Storage, sizes: dict, fixed: set, threads: int, shared_limit: int) -> None:
     """Pick the K loops whose loads run ahead and give each loaded tile its stages' bytes."""
     from .prefetch import asynchronous, candidates, stages_for
 
@@ -366,7 +366,7 @@ def _pipeline(fn: ir.Function, storage: Storage, sizes: dict, fixed: set, thread
     for loop_id, pipe in candidates(fn, storage.shared, fixed | set(storage.views)).items():
         tiles = [s.dst for s in pipe.loads]
         strides = {id(t): -(-sizes[id(t)] // _alignment(id(t), storage)) * _alignment(id(t), storage) for t in tiles}
-        pipe.stages = stages_for(sum(strides.values()), alone)
+        pipe.stages = stages_for(sum(strides.values()), alone, shared_limit)
         if pipe.stages < 2:
             continue
         pipe.asynchronous = asynchronous(pipe, loops[loop_id], wgmma)

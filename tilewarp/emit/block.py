@@ -248,7 +248,9 @@ def loads_in_flight(stmts, storage) -> set:
     return out
 
 
-def block_analysis(fn: ir.Function, shape: BlockShape, registers: bool = True):
+def block_analysis(fn: ir.Function, shape: BlockShape, registers: bool = True, shared_limit: int = 0):
     """Lanes and storage of a block body; ``registers``: tensor-core / register accumulators allowed
-    (not for cuBLASDx products, which read and write shared tiles)."""
-    return analyse(fn, shape.uniform_tids), plan(fn, threads=shape.threads if registers else 0, pipeline=True)
+    (not for cuBLASDx products, which read and write shared tiles); ``shared_limit``: the CUDA
+    device's shared memory per block (0: the CPU, or not known)."""
+    return analyse(fn, shape.uniform_tids), plan(fn, threads=shape.threads if registers else 0, pipeline=True,
+                                                 shared_limit=shared_limit)

@@ -18,7 +18,7 @@ from .block import constants as block_constants
 from .block import entry as block_entry
 
 
-def emit_module(kernel: ir.Function, sites=None, block=None, mathdx: bool = False) -> str:
+def emit_module(kernel: ir.Function, sites=None, block=None, mathdx: bool = False, shared_limit: int = 0) -> str:
     """The whole translation unit of one kernel: its functions, argument struct, body, entry.
 
     With ``sites`` (an ``emit.sites.SiteTable``, debug builds) every checked array access and
@@ -33,7 +33,7 @@ def emit_module(kernel: ir.Function, sites=None, block=None, mathdx: bool = Fals
     elif block is not None and not uses_tiles(kernel):
         block = None
     out = ['#include "tilewarp.h"', "", "namespace {", ""]
-    printer = _Printer(kernel, sites, block, mathdx and block is not None)
+    printer = _Printer(kernel, sites, block, mathdx and block is not None, shared_limit)
     if printer.mathdx:  # cuBLASDx's headers only where asked for (compile/nvrtc.py adds their paths)
         out[1:1] = ['#include "tile/dx.h"', MATHDX_MARK]
     if block is not None:
@@ -116,7 +116,7 @@ def expression(op, located=None, args=None) -> str:
 
 
 class _Printer(LaneGrouping):
-    def __init__(self, fn: ir.Function, sites=None, block=None, mathdx: bool = False):
+    def __init__(self, fn: ir.Function, sites=None, block=None, mathdx: bool = False, shared_limit: int = 0):
         self.fn = fn
         self.mathdx = mathdx  # tile_matmul through cuBLASDx (native/tile/dx.h)
         self.sites = sites
@@ -127,7 +127,7 @@ class _Printer(LaneGrouping):
         self.combined, self.deferred = {}, "tw::no_deferred"
         self.no_wait = set()  # ids of tile_loads whose copies the next load waits for
         if block is not None:
-            self.lanes, self.storage = block_analysis(fn, block, registers=not mathdx)
+            self.lanes, self.storage = block_analysis(fn, block, registers=not mathdx, shared_limit=shared_limit)
             if sites is None:  # debug builds keep every atomic where it is
                 self.combined = combined_atomics(fn)
 
