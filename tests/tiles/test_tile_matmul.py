@@ -359,3 +359,17 @@ def over(a: wp.array2d(dtype=wp.{dtype}), b: wp.array2d(dtype=wp.{dtype}), c: wp
                     block_dim=block_dim, device=device)
     want = 0.75 * an.astype(np.float64) @ bn.astype(np.float64)
     np.testing.assert_allclose(c.numpy(), want, atol=1e-3 if dtype == "float16" else 1e-12)
+
+
+@pytest.mark.parametrize("stage_kb,alone,limit_kb,stages", [
+    (32, False, 227, 3),  # 128 x 128 x 64 float16 operands, two blocks an SM: within 96 KB
+    (48, True, 227, 4),   # 128 x 256 x 64 alone on an H100 SM: up to 200 KB
+    (48, True, 99, 2),    # the same on an sm_89 GPU (99 KB a block)
+    (48, True, 0, 2),     # device not known (the CPU)
+    (48, False, 227, 2),
+    (100, False, 227, 1),  # no room for two stages: loads stay where they are
+])
+def test_prefetch_stages_fit_the_device(stage_kb, alone, limit_kb, stages):
+    from tilewarp.block.prefetch import stages_for
+
+    assert stages_for(stage_kb * 1024, alone, limit_kb * 1024) == stages
