@@ -105,9 +105,7 @@ TW_FUNC void adj_tile_matmul(const A& a, const B& b, AA& adj_a, AB& adj_b, C& ad
     TW_FOR_OWNED(M * K, A::threads, r, e) {  // adj_a += alpha * adj_out @ b^T
         const int i = e / K, k = e % K;
         Acc acc = Acc();
-        // lanes k, k + 1, ... start at columns k, k + 1, ...: in step with each other they would read
-        // b's rows N apart, all in one shared-memory bank
-        for (int jj = 0, j = k % N; jj < N; ++jj, j = j + 1 == N ? 0 : j + 1)
+        for (int j = 0; j < N; ++j)
             acc = add(acc, mul(cast<Acc>(adj_out.at(i * N + j, i * N + j)), cast<Acc>(b.at(k * N + j, k * N + j))));
         adj_a.at(r, e) = cast<TA>(add(cast<Acc>(adj_a.at(r, e)), mul(cast<Acc>(alpha), acc)));
     }
