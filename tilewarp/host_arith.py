@@ -111,7 +111,7 @@ class ScalarArithmetic:
             raise TypeError(f"unsupported operand types for {SYMBOLS[op]}: {t.__name__} and {type(other).__name__} "
                             f"(kernel types do not mix: convert one, e.g. {t.__name__}(x))")
         if isinstance(other, np.generic) and not isinstance(other, np.bool_):
-            if other.dtype != t._np_:
+            if other.dtype != t._np_ or t._np_ != t._value_np_:  # bfloat16 has no numpy scalar
                 raise TypeError(f"unsupported operand types for {SYMBOLS[op]}: {t.__name__} and numpy "
                                 f"{other.dtype.name}")
             return other.item()
@@ -124,14 +124,14 @@ class ScalarArithmetic:
         b = self._operand(other, op)
         if b is None:
             return NotImplemented
-        x, y = np.asarray(self.value, t._np_), np.asarray(b, t._np_)
+        x, y = np.asarray(self.value, t._value_np_), np.asarray(b, t._value_np_)
         return box(t, compute(op, y, x, t._kind_) if reflected else compute(op, x, y, t._kind_))
 
     def _unary(self, op):
         t = type(self)
         if t._kind_ == "bool":
             raise TypeError(f"bad operand type for unary {op}: 'bool'")
-        return box(t, unary(op, np.asarray(self.value, t._np_), t._kind_))
+        return box(t, unary(op, np.asarray(self.value, t._value_np_), t._kind_))
 
     def __add__(self, o):
         return self._binary(o, "add")
@@ -271,22 +271,22 @@ class CompositeArithmetic:
             if type(other) is not t:
                 raise TypeError(f"unsupported operand types for {SYMBOLS[op]}: {type(self).__name__} and "
                                 f"{type(other).__name__} (kernel types do not mix: convert one first)")
-            return np.asarray(other.value, t._np_)
+            return np.asarray(other.value, t._value_np_)
         if isinstance(other, np.generic) and not isinstance(other, np.bool_):
-            if other.dtype != t._np_:
+            if other.dtype != t._np_ or t._np_ != t._value_np_:
                 raise TypeError(f"unsupported operand types for {SYMBOLS[op]}: {type(self).__name__} and numpy "
                                 f"{other.dtype.name}")
             return np.asarray(other)
         weak = weak_value(t, other, op)
         if weak is not None:
-            return np.asarray(weak, t._np_)
+            return np.asarray(weak, t._value_np_)
         if isinstance(other, (list, tuple, np.ndarray)):
             values = np.asarray(other)
             if values.dtype.kind == "f" and t._kind_ != "float":
                 raise TypeError(f"unsupported operand types for {SYMBOLS[op]}: {type(self).__name__} and float values")
             if values.dtype.kind not in "biuf":
                 return None
-            return values.astype(t._np_)
+            return values.astype(t._value_np_)
         return None
 
     def _arith(self, other, op, reflected=False):

@@ -92,7 +92,7 @@ class StructInstance:
 
 def _read_scalar(cobj, name, t):
     raw = getattr(cobj, name)
-    return float(np.uint16(raw).view(np.float16)) if t is T.float16 else raw
+    return float(T.from_storage(t, np.uint16(raw).view(t._np_))) if t in T.f16_types else raw
 
 
 def _scalar_bits(t, value, where):
@@ -101,8 +101,8 @@ def _scalar_bits(t, value, where):
         value = value.value
     if isinstance(value, (str, bytes)) or not np.isscalar(value):
         raise TypeError(f"{where} expects {T.type_name(t)}, got {type(value).__name__}")
-    if t is T.float16:
-        return int(np.float16(value).view(np.uint16))
+    if t in T.f16_types:  # the 16-bit floats: their bits
+        return int(T.to_storage(t, float(value)).view(np.uint16))
     if t._kind_ == "float":
         return float(value)
     if t._kind_ == "bool":
@@ -126,7 +126,7 @@ def _field_property(name, t):
                 if np.isscalar(value) or isinstance(value, T.Scalar):
                     raise TypeError(f"{where} expects {T.type_name(t)}, got a single "
                                     f"{type(value).__name__}: construct it, e.g. {T.type_name(t)}(...)")
-                flat = np.asarray(value, dtype=T.scalar_of(t)._np_).reshape(-1)
+                flat = np.asarray(value, dtype=T.scalar_of(t)._value_np_).reshape(-1)
                 if flat.size != t._length_:
                     raise ValueError(f"{where} expects {T.type_name(t)} ({t._length_} values), "
                                      f"got {flat.size}")

@@ -26,7 +26,8 @@ class Scalar(ScalarArithmetic):
     the kernel semantics (host_arith.py)."""
 
     _type_: type  # ctypes type
-    _np_: np.dtype
+    _np_: np.dtype  # storage (bfloat16: its uint16 bits, as Warp's .numpy() returns them)
+    _value_np_: np.dtype  # values and host arithmetic (bfloat16: float32, rounded back)
     _cpp_: str
     _kind_: str  # "bool" | "int" | "uint" | "float"
     _size_: int
@@ -62,7 +63,7 @@ def _convert(t, x):
         return bool(x)
     if t._kind_ == "float":
         with np.errstate(over="ignore"):  # a float16 overflow is inf, as the cast in C++
-            return float(t._np_.type(x))
+            return float(t._np_.type(x)) if t is not bfloat16 else float(bf16_values(bf16_bits(x)))
     if not isinstance(x, int):
         x = int(np.asarray(x).item()) if isinstance(x, np.generic) else int(x)
     bits = 8 * t._size_
@@ -74,6 +75,7 @@ def _scalar(name: str, ctype, npdtype: str, cpp: str, kind: str) -> type:
     bases = (IntegerIndex, Scalar) if kind in ("int", "uint") else (Scalar,)
     cls = type(name, bases, {})
     cls._type_, cls._np_, cls._cpp_, cls._kind_ = ctype, np.dtype(npdtype), cpp, kind
+    cls._value_np_ = cls._np_
     cls._size_ = np.dtype(npdtype).itemsize
     return cls
 
@@ -94,18 +96,47 @@ float64 = _scalar("float64", ctypes.c_double, "float64", "double", "float")
 half = float16
 
 
-class bfloat16:
-    """Warp's bfloat16 (8-bit exponent, 7-bit mantissa). Named so that scripts mentioning it load;
-    tilewarp has no bfloat16 arithmetic yet, so using it as a kernel or array type is an error."""
-
-    @staticmethod
-    def __tw_annotation__():
-        raise TypeError("bfloat16 is not supported by tilewarp yet (use float16 or float32)")
+bfloat16 = _scalar("bfloat16", ctypes.c_uint16, "uint16", "tw::bfloat16", "float")
+bfloat16._value_np_ = np.dtype(np.float32)  # numpy has no bfloat16: values are float32, rounded
 
 
-scalar_types = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64)
+def bf16_bits(values) -> np.ndarray:
+    """The bfloat16 bits (uint16) of float ``values``: rounded to float32 first, then to nearest even,
+    as Warp does; a NaN stays a quiet NaN (its rounding carry could make it an infinity)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        u = np.array(values, dtype=np.float32).view(np.uint32)
+        rounded = (u + (np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1)))) >> np.uint32(16)
+        quiet_nan = (u >> np.uint32(16)) | np.uint32(0x40)
+        is_nan = (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+        return np.asarray(np.where(is_nan, quiet_nan, rounded), dtype=np.uint16)
+
+
+def bf16_values(bits) -> np.ndarray:
+    """The float32 values of bfloat16 ``bits`` (exact: a bfloat16 is the top half of a float32)."""
+    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def to_storage(t, values) -> np.ndarray:
+    """``values`` as an ndarray in the storage of scalar ``t``. For bfloat16, floats are rounded to
+    their bits, and a uint16 ndarray is taken as bits already, as in Warp."""
+    if t is not bfloat16:
+        return np.asarray(values, dtype=t._np_)
+    if isinstance(values, np.ndarray) and values.dtype == np.uint16:
+        return values
+    return bf16_bits(values)
+
+
+def from_storage(t, stored) -> np.ndarray:
+    """The values (``t._value_np_``) of an ndarray in the storage of scalar ``t``."""
+    return bf16_values(stored) if t is bfloat16 else np.asarray(stored, dtype=t._np_)
+
+
+scalar_types = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32,
+                float64)
 int_types = tuple(t for t in scalar_types if t._kind_ in ("int", "uint"))
-float_types = (float16, float32, float64)
+float_types = (float16, bfloat16, float32, float64)
+#: the 16-bit float types, kept as their bits in host values (ctypes has no 16-bit float)
+f16_types = (float16, bfloat16)
 
 #: Python annotations that stand for a kernel type (``x: float`` means float32, as in Warp).
 python_scalar_aliases = {builtins.float: float32, builtins.int: int32, builtins.bool: bool_}
@@ -134,7 +165,7 @@ class _Composite(CompositeArithmetic, ctypes.Array):
     def __init__(self, *args):
         n = self._length_
         if len(args) == 1 and n != 1 and not isinstance(args[0], (int, float, np.number, Scalar)):
-            args = tuple(np.asarray(args[0], dtype=self._wp_scalar_type_._np_).reshape(-1))
+            args = tuple(np.asarray(args[0], dtype=self._wp_scalar_type_._value_np_).reshape(-1))
         if len(args) == 1 and n != 1:
             args = args * n
         if len(args) not in (0, n):
@@ -143,15 +174,16 @@ class _Composite(CompositeArithmetic, ctypes.Array):
         for i, a in enumerate(args):
             self._set_flat(i, a)
 
-    # storage: flat, row-major; float16 components are kept as their bits (ctypes has no half)
+    # storage: flat, row-major; 16-bit float components are kept as their bits
 
     def _set_flat(self, i, value):
         if isinstance(value, Scalar):
             value = value.value
-        if self._wp_scalar_type_ is float16:
+        t = self._wp_scalar_type_
+        if t in f16_types:
             with np.errstate(over="ignore"):
-                value = int(np.float16(value).view(np.uint16))
-        elif self._wp_scalar_type_._kind_ == "float":
+                value = int(to_storage(t, float(value)).view(np.uint16))
+        elif t._kind_ == "float":
             value = float(value)
         else:
             value = int(value)
@@ -159,8 +191,9 @@ class _Composite(CompositeArithmetic, ctypes.Array):
 
     def _values(self):
         raw = [ctypes.Array.__getitem__(self, i) for i in range(self._length_)]
-        if self._wp_scalar_type_ is float16:
-            raw = [float(np.uint16(r).view(np.float16)) for r in raw]
+        t = self._wp_scalar_type_
+        if t in f16_types:
+            raw = from_storage(t, np.array(raw, dtype=np.uint16).view(t._np_)).tolist()
         return raw
 
     def _assign(self, values):
@@ -168,7 +201,7 @@ class _Composite(CompositeArithmetic, ctypes.Array):
             self._set_flat(i, v)
 
     def numpy(self):
-        return np.array(self._values(), dtype=self._wp_scalar_type_._np_).reshape(self._wp_shape_)
+        return np.array(self._values(), dtype=self._wp_scalar_type_._value_np_).reshape(self._wp_shape_)
 
     def __eq__(self, other):
         try:
@@ -264,12 +297,12 @@ class MatrixBase(_Composite):
         return "[" + ",\n ".join(rows) + "]"
 
     def __matmul__(self, o):  # matrix times matrix or vector, as in kernels
-        theirs = o.numpy() if isinstance(o, _Composite) else np.asarray(o, dtype=self._wp_scalar_type_._np_)
+        theirs = o.numpy() if isinstance(o, _Composite) else np.asarray(o, self._wp_scalar_type_._value_np_)
         with np.errstate(all="ignore"):
             return self._result(self.numpy() @ theirs)
 
     def __rmatmul__(self, o):  # vector times matrix (a row vector)
-        theirs = o.numpy() if isinstance(o, _Composite) else np.asarray(o, dtype=self._wp_scalar_type_._np_)
+        theirs = o.numpy() if isinstance(o, _Composite) else np.asarray(o, self._wp_scalar_type_._value_np_)
         with np.errstate(all="ignore"):
             return self._result(theirs @ self.numpy())
 
@@ -401,7 +434,7 @@ def transformation(dtype=float32) -> type:
 
 
 def _suffix(dtype) -> str:
-    return {float32: "", float64: "d", float16: "h", int32: "i", int64: "l", uint32: "ui",
+    return {float32: "", float64: "d", float16: "h", bfloat16: "bf", int32: "i", int64: "l", uint32: "ui",
             int8: "b", uint8: "ub", int16: "s", uint16: "us", uint64: "ul", bool_: "bool"}[dtype]
 
 
@@ -553,7 +586,7 @@ def scalar_type(t):
     except TypeError:
         raise TypeError(f"not a scalar type: {t!r}") from None
     for s in scalar_types:
-        if s._np_ == dt:
+        if s._np_ == dt and s is not bfloat16:  # uint16 data is uint16: bfloat16 must be asked for
             return s
     raise TypeError(f"unsupported scalar type: {t!r}")
 

@@ -39,7 +39,7 @@ HEADER = """\
 
 # ---- the probe universe ------------------------------------------------------------------------------
 
-_FLOATS = T.float_types
+_FLOATS = tuple(s for s in T.float_types if s is not T.bfloat16)  # bfloat16 composites have no public names
 UNIVERSE = (
     *T.scalar_types,
     *(T.vector(n, s) for s in (*_FLOATS, T.int32) for n in (2, 3, 4)),
@@ -379,7 +379,7 @@ HANDWRITTEN = {
 }
 #: annotations of the frontend's tile parameter kinds (``tiles.SIGNATURES``); values are not typed
 #: there, so they are Any
-_KIND_ANNOTATIONS = {"shape": "_Shape", "storage": "str", "func": "Callable[..., Any]"}
+_KIND_ANNOTATIONS = {"shape": "_Shape", "storage": "str", "func": "Callable[..., Any]", "scale": "float"}
 #: results of the tile builtins bound through ``tiles.SIGNATURES``, where not a tile
 TILE_RESULTS = {
     "tile_store": "None", "tile_store_indexed": "None", "tile_assign": "None", "tile_sort": "None",

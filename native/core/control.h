@@ -29,21 +29,22 @@ struct print_guard {
 #endif
 };
 
-// C varargs take no tw::half or bool: pass what printf's conversions expect.
+// C varargs take no 16-bit float or bool: pass what printf's conversions expect.
 template <typename T> TW_FUNC T printf_arg(T x) { return x; }
 TW_FUNC double printf_arg(float x) { return (double)x; }
 TW_FUNC double printf_arg(half x) { return (double)(float)x; }
+TW_FUNC double printf_arg(bfloat16 x) { return (double)(float)x; }
 TW_FUNC int printf_arg(bool x) { return x ? 1 : 0; }
 TW_FUNC const char* printf_arg(const char* s) { return s; }
 
 TW_FUNC double print_float(float x) { return (double)x; }
 TW_FUNC double print_float(double x) { return (double)(float)x; }  // Warp prints components as float
-TW_FUNC double print_float(half x) { return (double)(float)x; }
 template <typename T> TW_FUNC double print_float(T x) { return (double)(float)x; }
 
 TW_FUNC void print_one(float x) { ::printf("%g\n", (double)x); }
 TW_FUNC void print_one(double x) { ::printf("%g\n", x); }
 TW_FUNC void print_one(half x) { ::printf("%g\n", (double)(float)x); }
+TW_FUNC void print_one(bfloat16 x) { ::printf("%g\n", (double)(float)x); }
 TW_FUNC void print_one(bool x) { ::printf("%s\n", x ? "True" : "False"); }
 TW_FUNC void print_one(int8_t x) { ::printf("%d\n", (int)x); }
 TW_FUNC void print_one(int16_t x) { ::printf("%d\n", (int)x); }

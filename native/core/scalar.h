@@ -1,4 +1,5 @@
-// Scalar types and builtins (Warp 1.19 semantics), for float, double, tw::half and integers.
+// Scalar types and builtins (Warp 1.19 semantics), for float, double, tw::half, tw::bfloat16 and
+// integers.
 #pragma once
 #include "target.h"
 
@@ -119,6 +120,16 @@ TW_FUNC float f16_to_f32(uint16_t h) {
     return f16_to_f32_sw(h);
 #endif
 }
+
+// bfloat16 is the top half of a float: round to nearest even by integer addition (exact, and the
+// same code on both targets, so NVRTC needs no cuda_bf16.h). A NaN stays NaN: its top bits are
+// kept and made quiet, where the rounding carry could have turned it into an infinity.
+TW_FUNC uint16_t f32_to_bf16(float f) {
+    uint32_t x = f32_bits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
+    return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+TW_FUNC float bf16_to_f32(uint16_t b) { return bits_f32((uint32_t)b << 16); }
 }  // namespace detail
 
 // IEEE binary16 storage; arithmetic promotes to float and rounds back (exact for + - * / sqrt,
@@ -135,31 +146,57 @@ struct half {
     TW_FUNC static half from_bits(uint16_t b) { half h; h.bits = b; return h; }
 };
 
-#define TW_HALF_BINOP(OP)                                                          \
-    TW_FUNC half operator OP(half a, half b) { return half((float)a OP (float)b); } \
-    TW_FUNC half& operator OP##=(half& a, half b) { a = a OP b; return a; }
-TW_HALF_BINOP(+)
-TW_HALF_BINOP(-)
-TW_HALF_BINOP(*)
-TW_HALF_BINOP(/)
-#undef TW_HALF_BINOP
-TW_FUNC half operator-(half a) { return half::from_bits((uint16_t)(a.bits ^ 0x8000u)); }
-TW_FUNC half operator+(half a) { return a; }
-#define TW_HALF_CMP(OP) \
-    TW_FUNC bool operator OP(half a, half b) { return (float)a OP (float)b; }
-TW_HALF_CMP(==)
-TW_HALF_CMP(!=)
-TW_HALF_CMP(<)
-TW_HALF_CMP(<=)
-TW_HALF_CMP(>)
-TW_HALF_CMP(>=)
-#undef TW_HALF_CMP
+// bfloat16 (8-bit exponent, 7-bit mantissa) storage, used like half: explicit conversions, float
+// arithmetic rounded back. A double rounds through float, as in Warp.
+struct bfloat16 {
+    uint16_t bits;
+    bfloat16() = default;
+    TW_FUNC explicit bfloat16(float f) : bits(detail::f32_to_bf16(f)) {}
+    TW_FUNC explicit bfloat16(double d) : bits(detail::f32_to_bf16((float)d)) {}
+    TW_FUNC explicit bfloat16(int i) : bits(detail::f32_to_bf16((float)i)) {}
+    TW_FUNC explicit operator float() const { return detail::bf16_to_f32(bits); }
+    TW_FUNC explicit operator double() const { return (double)detail::bf16_to_f32(bits); }
+    TW_FUNC static bfloat16 from_bits(uint16_t b) { bfloat16 h; h.bits = b; return h; }
+};
+
+namespace detail {
+// The 16-bit float types: stored in 16 bits, computed in float and rounded back after each operation.
+template <typename T> struct is_f16 { static constexpr bool value = false; };
+template <> struct is_f16<half> { static constexpr bool value = true; };
+template <> struct is_f16<bfloat16> { static constexpr bool value = true; };
+// Bits of +inf (the exponent mask) and of 1.0.
+template <typename T> struct f16_bits;
+template <> struct f16_bits<half> { static constexpr uint16_t inf = 0x7c00u, one = 0x3c00u; };
+template <> struct f16_bits<bfloat16> { static constexpr uint16_t inf = 0x7f80u, one = 0x3f80u; };
+}  // namespace detail
+#define TW_IF_F16(T) typename T, detail::enable_if_t<detail::is_f16<T>::value, int> = 0
+
+#define TW_F16_BINOP(OP)                                                                        \
+    template <TW_IF_F16(T)> TW_FUNC T operator OP(T a, T b) { return T((float)a OP (float)b); } \
+    template <TW_IF_F16(T)> TW_FUNC T& operator OP##=(T& a, T b) { a = a OP b; return a; }
+TW_F16_BINOP(+)
+TW_F16_BINOP(-)
+TW_F16_BINOP(*)
+TW_F16_BINOP(/)
+#undef TW_F16_BINOP
+template <TW_IF_F16(T)> TW_FUNC T operator-(T a) { return T::from_bits((uint16_t)(a.bits ^ 0x8000u)); }
+template <TW_IF_F16(T)> TW_FUNC T operator+(T a) { return a; }
+#define TW_F16_CMP(OP) \
+    template <TW_IF_F16(T)> TW_FUNC bool operator OP(T a, T b) { return (float)a OP (float)b; }
+TW_F16_CMP(==)
+TW_F16_CMP(!=)
+TW_F16_CMP(<)
+TW_F16_CMP(<=)
+TW_F16_CMP(>)
+TW_F16_CMP(>=)
+#undef TW_F16_CMP
 
 namespace detail {
 // 0 and 1 without a conversion: on CUDA a half conversion is inline asm, which never folds.
-template <typename T> TW_FUNC T zero() { return T(); }  // value-init: all bits zero, half too
+template <typename T> TW_FUNC T zero() { return T(); }  // value-init: all bits zero, 16-bit floats too
 template <typename T> TW_FUNC T one() { return (T)1; }
-template <> TW_FUNC half one<half>() { return half::from_bits(0x3c00u); }
+template <> TW_FUNC half one<half>() { return half::from_bits(f16_bits<half>::one); }
+template <> TW_FUNC bfloat16 one<bfloat16>() { return bfloat16::from_bits(f16_bits<bfloat16>::one); }
 }  // namespace detail
 
 // ---------------------------------------------------------------------------------------
@@ -185,6 +222,7 @@ template <typename T> struct is_float { static constexpr bool value = false; };
 template <> struct is_float<float> { static constexpr bool value = true; };
 template <> struct is_float<double> { static constexpr bool value = true; };
 template <> struct is_float<half> { static constexpr bool value = true; };
+template <> struct is_float<bfloat16> { static constexpr bool value = true; };
 template <typename T> struct is_int { static constexpr bool value = int_info<T>::is_int; };
 template <typename T> struct is_num {
     static constexpr bool value = is_int<T>::value || is_float<T>::value;
@@ -201,16 +239,20 @@ template <typename... S> struct all_scalar { static constexpr bool value = (is_s
 #define TW_IF_FLOAT(T) typename T, detail::enable_if_t<detail::is_float<T>::value, int> = 0
 
 // ---------------------------------------------------------------------------------------
-// Conversions: tw::cast<T>(x) between any two scalars (half via float, double->half direct).
+// Conversions: tw::cast<T>(x) between any two scalars (16-bit floats via float; double->half direct).
 namespace detail {
-template <typename T, typename S> struct caster { TW_FUNC static T run(S x) { return (T)x; } };
-template <typename S> struct caster<half, S> { TW_FUNC static half run(S x) { return half((float)x); } };
-template <typename T> struct caster<T, half> { TW_FUNC static T run(half x) { return (T)(float)x; } };
-template <> struct caster<half, half> { TW_FUNC static half run(half x) { return x; } };
-template <> struct caster<half, double> { TW_FUNC static half run(double x) { return half(x); } };
-template <> struct caster<double, half> { TW_FUNC static double run(half x) { return (double)x; } };
-template <> struct caster<bool, half> { TW_FUNC static bool run(half x) { return (float)x != 0.0f; } };
-template <> struct caster<half, bool> { TW_FUNC static half run(bool x) { return half(x ? 1.0f : 0.0f); } };
+template <typename T, typename S> struct caster {
+    TW_FUNC static T run(S x) {
+        if constexpr (is_same<T, S>::value) return x;
+        else if constexpr (is_f16<T>::value && is_same<S, bool>::value) return T(x ? 1.0f : 0.0f);
+        else if constexpr (is_f16<T>::value && is_same<S, double>::value) return T(x);
+        else if constexpr (is_f16<T>::value) return T((float)x);
+        else if constexpr (is_f16<S>::value && is_same<T, bool>::value) return (float)x != 0.0f;
+        else if constexpr (is_f16<S>::value && is_same<T, double>::value) return (double)x;
+        else if constexpr (is_f16<S>::value) return (T)(float)x;
+        else return (T)x;
+    }
+};
 }  // namespace detail
 template <typename T, typename S> TW_FUNC T cast(S x) { return detail::caster<T, S>::run(x); }
 
@@ -218,10 +260,12 @@ template <typename T> TW_FUNC T inf();
 template <> TW_FUNC float inf<float>() { return detail::bits_f32(0x7f800000u); }
 template <> TW_FUNC double inf<double>() { return detail::bits_f64(0x7ff0000000000000ull); }
 template <> TW_FUNC half inf<half>() { return half::from_bits(0x7c00u); }
+template <> TW_FUNC bfloat16 inf<bfloat16>() { return bfloat16::from_bits(0x7f80u); }
 template <typename T> TW_FUNC T nan();
 template <> TW_FUNC float nan<float>() { return detail::bits_f32(0x7fc00000u); }
 template <> TW_FUNC double nan<double>() { return detail::bits_f64(0x7ff8000000000000ull); }
 template <> TW_FUNC half nan<half>() { return half::from_bits(0x7e00u); }
+template <> TW_FUNC bfloat16 nan<bfloat16>() { return bfloat16::from_bits(0x7fc0u); }
 
 // ---------------------------------------------------------------------------------------
 // Arithmetic common to every numeric type. The (T) cast keeps int8/int16 results in type.
@@ -316,20 +360,20 @@ template <TW_IF_INT(T)> TW_FUNC bool isinf(T) { return false; }
 #define TW_MATH1(NAME, FF, FD)                           \
     TW_FUNC float NAME(float x) { return ::FF(x); }     \
     TW_FUNC double NAME(double x) { return ::FD(x); }   \
-    TW_FUNC half NAME(half x) { return half(::FF((float)x)); }
+    template <TW_IF_F16(T)> TW_FUNC T NAME(T x) { return T(::FF((float)x)); }
 #define TW_MATH2(NAME, FF, FD)                                           \
     TW_FUNC float NAME(float x, float y) { return ::FF(x, y); }         \
     TW_FUNC double NAME(double x, double y) { return ::FD(x, y); }      \
-    TW_FUNC half NAME(half x, half y) { return half(::FF((float)x, (float)y)); }
+    template <TW_IF_F16(T)> TW_FUNC T NAME(T x, T y) { return T(::FF((float)x, (float)y)); }
 #else
 #define TW_MATH1(NAME, FF, FD)                           \
     TW_FUNC float NAME(float x) { return std::FD(x); }  \
     TW_FUNC double NAME(double x) { return std::FD(x); } \
-    TW_FUNC half NAME(half x) { return half(std::FD((float)x)); }
+    template <TW_IF_F16(T)> TW_FUNC T NAME(T x) { return T(std::FD((float)x)); }
 #define TW_MATH2(NAME, FF, FD)                                              \
     TW_FUNC float NAME(float x, float y) { return std::FD(x, y); }         \
     TW_FUNC double NAME(double x, double y) { return std::FD(x, y); }      \
-    TW_FUNC half NAME(half x, half y) { return half(std::FD((float)x, (float)y)); }
+    template <TW_IF_F16(T)> TW_FUNC T NAME(T x, T y) { return T(std::FD((float)x, (float)y)); }
 #endif
 TW_MATH1(sqrt, sqrtf, sqrt)
 TW_MATH1(cbrt, cbrtf, cbrt)
@@ -373,9 +417,9 @@ TW_FUNC bool isinf(double x) {
 TW_FUNC bool isfinite(double x) {
     return (detail::f64_bits(x) & 0x7fffffffffffffffull) < 0x7ff0000000000000ull;
 }
-TW_FUNC bool isnan(half x) { return (x.bits & 0x7fffu) > 0x7c00u; }
-TW_FUNC bool isinf(half x) { return (x.bits & 0x7fffu) == 0x7c00u; }
-TW_FUNC bool isfinite(half x) { return (x.bits & 0x7fffu) < 0x7c00u; }
+template <TW_IF_F16(T)> TW_FUNC bool isnan(T x) { return (x.bits & 0x7fffu) > detail::f16_bits<T>::inf; }
+template <TW_IF_F16(T)> TW_FUNC bool isinf(T x) { return (x.bits & 0x7fffu) == detail::f16_bits<T>::inf; }
+template <TW_IF_F16(T)> TW_FUNC bool isfinite(T x) { return (x.bits & 0x7fffu) < detail::f16_bits<T>::inf; }
 
 // min/max follow fmin/fmax (Warp): a NaN operand loses to a number. Written out on the host
 // because glibc's fminf is an out-of-line call that blocks vectorisation.
@@ -390,10 +434,10 @@ TW_FUNC float max(float a, float b) { return (b > a || a != a) ? b : a; }
 TW_FUNC double min(double a, double b) { return (b < a || a != a) ? b : a; }
 TW_FUNC double max(double a, double b) { return (b > a || a != a) ? b : a; }
 #endif
-TW_FUNC half min(half a, half b) { return half(min((float)a, (float)b)); }
-TW_FUNC half max(half a, half b) { return half(max((float)a, (float)b)); }
+template <TW_IF_F16(T)> TW_FUNC T min(T a, T b) { return T(min((float)a, (float)b)); }
+template <TW_IF_F16(T)> TW_FUNC T max(T a, T b) { return T(max((float)a, (float)b)); }
 
-// Float helpers written once for float/double/half.
+// Float helpers written once for float/double/half/bfloat16.
 #define TW_FLOAT_TEMPLATE template <typename T, detail::enable_if_t<detail::is_float<T>::value, int> = 0>
 TW_FLOAT_TEMPLATE TW_FUNC T clamp(T x, T lo, T hi) { return min(max(lo, x), hi); }
 TW_FLOAT_TEMPLATE TW_FUNC T floordiv(T a, T b) { return floor(a / b); }
@@ -422,12 +466,13 @@ TW_FLOAT_TEMPLATE TW_FUNC T smoothstep(T e0, T e1, T x) {
 
 // ---------------------------------------------------------------------------------------
 // Adjoints (docs/AUTODIFF.md): adj_NAME(primal args..., one adjoint per argument, accumulated
-// with +=, adjoint of the result). Integer and bool adjoints are left untouched. half computes
-// its partials in float and rounds once into the accumulator.
+// with +=, adjoint of the result). Integer and bool adjoints are left untouched. The 16-bit floats
+// compute their partials in float and round once into the accumulator.
 #define TW_IF_FLOAT(T) typename T, detail::enable_if_t<detail::is_float<T>::value, int> = 0
 namespace detail {
 template <typename T> struct calc { typedef T type; };
 template <> struct calc<half> { typedef float type; };
+template <> struct calc<bfloat16> { typedef float type; };
 template <typename T> using calc_t = typename calc<T>::type;
 // g * d where the local derivative d may be infinite (sqrt, log, ... at 0): no upstream gradient
 // contributes nothing, instead of the 0 * inf = NaN that would poison untaken branches.
@@ -501,7 +546,7 @@ template <TW_IF_NUM(T)> TW_FUNC void adj_div(T a, T b, T& adj_a, T& adj_b, T adj
 template <TW_IF_NUM(T)> TW_FUNC void adj_mod(T a, T b, T& adj_a, T& adj_b, T adj_ret) {
     TW_ADJ_FLOAT_ONLY(T) {
         typedef detail::calc_t<T> W;
-        W r = mod((W)a, (W)b);  // half: the unrounded remainder, as the forward computes it
+        W r = mod((W)a, (W)b);  // 16-bit: the unrounded remainder, as the forward computes it
         W n = rint(((W)a - r) / (W)b);
         adj_a += adj_ret;
         adj_b -= cast<T>((W)adj_ret * n);

@@ -99,8 +99,8 @@ TW_FUNC double erfinv(double x) { return special::erfinv(x); }
 TW_FUNC float erfcinv(float x) { return (float)special::erfcinv((double)x); }
 TW_FUNC double erfcinv(double x) { return special::erfcinv(x); }
 #endif
-TW_FUNC half erfinv(half x) { return half(erfinv((float)x)); }
-TW_FUNC half erfcinv(half x) { return half(erfcinv((float)x)); }
+template <TW_IF_F16(T)> TW_FUNC T erfinv(T x) { return T(erfinv((float)x)); }
+template <TW_IF_F16(T)> TW_FUNC T erfcinv(T x) { return T(erfcinv((float)x)); }
 
 // The magnitude of x with the sign (bit) of y.
 #if TW_IS_CUDA
@@ -110,8 +110,8 @@ TW_FUNC double copysign(double x, double y) { return ::copysign(x, y); }
 TW_FUNC float copysign(float x, float y) { return __builtin_copysignf(x, y); }
 TW_FUNC double copysign(double x, double y) { return __builtin_copysign(x, y); }
 #endif
-TW_FUNC half copysign(half x, half y) {
-    return half::from_bits((uint16_t)((x.bits & 0x7fffu) | (y.bits & 0x8000u)));
+template <TW_IF_F16(T)> TW_FUNC T copysign(T x, T y) {
+    return T::from_bits((uint16_t)((x.bits & 0x7fffu) | (y.bits & 0x8000u)));
 }
 
 // 1 where x != 0 (NaN included), else 0, in x's type.
@@ -148,7 +148,7 @@ TW_FUNC float div_approx(float a, float b) {
 #endif
 }
 TW_FUNC double div_approx(double a, double b) { return a / b; }
-TW_FUNC half div_approx(half a, half b) { return half(div_approx((float)a, (float)b)); }
+template <TW_IF_F16(T)> TW_FUNC T div_approx(T a, T b) { return T(div_approx((float)a, (float)b)); }
 // Componentwise with a scalar on either side (vectors, quaternions, matrices).
 template <int N, typename T> TW_FUNC vec_t<N, T> div_approx(const vec_t<N, T>& a, T b) {
     vec_t<N, T> r;
@@ -175,11 +175,12 @@ template <int R, int C, typename T> TW_FUNC mat_t<R, C, T> div_approx(T a, const
 }  // namespace tw
 
 // ---------------------------------------------------------------------------------------
-// Adjoints. half computes in float and rounds once into the accumulator.
+// Adjoints. The 16-bit floats compute in float and round once into the accumulator.
 namespace tw {
 namespace special {
 template <typename T> struct wide { typedef T type; };
 template <> struct wide<half> { typedef float type; };
+template <> struct wide<bfloat16> { typedef float type; };
 }  // namespace special
 
 // d erf = 2/sqrt(pi) exp(-x^2); erfinv's is its reciprocal at y = erfinv(x): sqrt(pi)/2 exp(y^2).

@@ -64,6 +64,7 @@ template <typename F> TW_FUNC bool near_ulps(F s, F v, F eps) {
 TW_FUNC bool is_stored(float s, float v) { return near_ulps(s, v, 1.1920929e-7f); }
 TW_FUNC bool is_stored(double s, double v) { return near_ulps(s, v, 2.220446049250313e-16); }
 TW_FUNC bool is_stored(half s, half v) { return near_ulps((float)s, (float)v, 9.765625e-4f); }
+TW_FUNC bool is_stored(bfloat16 s, bfloat16 v) { return near_ulps((float)s, (float)v, 7.8125e-3f); }
 template <typename T> TW_FUNC void adj_if_stored(const T& stored, const T& v, T& adj_v, const T& g) {
     if (is_stored(stored, v)) adj_v = add(adj_v, g);
 }

@@ -16,7 +16,7 @@ template <typename T> struct is_atomic { static constexpr bool value = is_num<T>
 // Raw bits, so CAS loops compare bit patterns (a NaN never equals itself).
 TW_FUNC uint32_t raw(float x) { return f32_bits(x); }
 TW_FUNC uint64_t raw(double x) { return f64_bits(x); }
-TW_FUNC uint16_t raw(half x) { return x.bits; }
+template <TW_IF_F16(T)> TW_FUNC uint16_t raw(T x) { return x.bits; }
 template <TW_IF_INT(T)> TW_FUNC T raw(T x) { return x; }
 
 // Bitwise compare-and-swap returning the previous value.
@@ -36,8 +36,8 @@ TW_FUNC double cas(double* a, double c, double v) {
         (long long)atomicCAS((ull*)a, (ull)__double_as_longlong(c), (ull)__double_as_longlong(v)));
 }
 // 16-bit atomicCAS: sm_70+.
-TW_FUNC half cas(half* a, half c, half v) {
-    return half::from_bits(atomicCAS((unsigned short*)a, c.bits, v.bits));
+template <TW_IF_F16(T)> TW_FUNC T cas(T* a, T c, T v) {
+    return T::from_bits(atomicCAS((unsigned short*)a, c.bits, v.bits));
 }
 TW_FUNC uint16_t cas(uint16_t* a, uint16_t c, uint16_t v) { return atomicCAS((unsigned short*)a, c, v); }
 TW_FUNC int16_t cas(int16_t* a, int16_t c, int16_t v) {

@@ -180,6 +180,7 @@ namespace detail {
 TW_FUNC void print_elem(float x) { ::printf("%g", (double)x); }
 TW_FUNC void print_elem(double x) { ::printf("%g", x); }
 TW_FUNC void print_elem(half x) { ::printf("%g", (double)(float)x); }
+TW_FUNC void print_elem(bfloat16 x) { ::printf("%g", (double)(float)x); }
 TW_FUNC void print_elem(bool x) { ::printf("%s", x ? "True" : "False"); }
 TW_FUNC void print_elem(int8_t x) { ::printf("%d", (int)x); }
 TW_FUNC void print_elem(int16_t x) { ::printf("%d", (int)x); }

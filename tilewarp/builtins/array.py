@@ -75,15 +75,15 @@ def _adj_store_component(a, adj, adj_ret, template):
 #: atomics for); ``a[i] += x`` on other arrays still updates atomically (template ``("update",)``)
 _W32_64 = ("int32", "uint32", "int64", "uint64")
 _ATOMIC_SCALARS = {
-    "add": (*_W32_64, "float16", "float32", "float64"),
-    "sub": (*_W32_64, "float16", "float32", "float64"),
-    "min": (*_W32_64, "float32", "float64"),
-    "max": (*_W32_64, "float32", "float64"),
+    "add": (*_W32_64, "float16", "bfloat16", "float32", "float64"),
+    "sub": (*_W32_64, "float16", "bfloat16", "float32", "float64"),
+    "min": (*_W32_64, "bfloat16", "float32", "float64"),  # Warp has no float16 atomic min/max
+    "max": (*_W32_64, "bfloat16", "float32", "float64"),
     "cas": (*_W32_64, "float32", "float64"),
     "exch": (*_W32_64, "float32", "float64"),
     "and": _W32_64, "or": _W32_64, "xor": _W32_64,
 }
-_ATOMIC_LISTS = {  # Warp's wording of each set (bfloat16 is named although tilewarp lacks it)
+_ATOMIC_LISTS = {  # Warp's wording of each set
     "add": "[u]int32, [u]int64, float16, bfloat16, float32, or float64",
     "min": "[u]int32, [u]int64, bfloat16, float32, or float64",
     "cas": "[u]int32, [u]int64, float32, or float64",

@@ -67,7 +67,8 @@ def literal(v: ir.Value) -> str:
     if t is T.bool_:
         return "true" if c else "false"
     if T.is_float(t):
-        cpp = "float" if t is T.float16 else t._cpp_
+        narrow = t in T.f16_types  # float16, bfloat16: a float literal, converted
+        cpp = "float" if narrow else t._cpp_
         if t is not T.float64:  # a literal beyond float's range is inf, as in Warp
             with np.errstate(over="ignore"):
                 c = float(np.float32(c))
@@ -79,7 +80,7 @@ def literal(v: ir.Value) -> str:
             text = repr(float(np.float32(c))) if t is not T.float64 else repr(float(c))
             text += "f" if t is not T.float64 else ""
         text = f"({text})" if text.startswith("-") else text
-        return f"tw::cast<tw::half>({text})" if t is T.float16 else text
+        return f"tw::cast<{t._cpp_}>({text})" if narrow else text
     suffix = {T.int64: "ll", T.uint32: "u", T.uint64: "ull"}.get(t)
     bits = 8 * t._size_  # wrap into the type's range (x = 3000000000 is an int32, as in Warp)
     c = c % (1 << bits) - ((1 << bits) if t._kind_ == "int" and c % (1 << bits) >= 1 << (bits - 1) else 0)

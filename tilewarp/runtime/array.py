@@ -127,7 +127,7 @@ class array:
         self.dtype = _infer_dtype(np.asarray(data).dtype) if dtype is Any else T.value_type(dtype)
         inner = getattr(self.dtype, "_wp_shape_", ())
         src = np.ascontiguousarray(structs.to_numpy(data, self.dtype) if T.is_struct(self.dtype) else
-                                   np.asarray(data, dtype=T.scalar_of(self.dtype)._np_))
+                                   T.to_storage(T.scalar_of(self.dtype), data))
         if inner:
             n_inner = int(np.prod(inner))
             if src.ndim > len(inner) and src.shape[src.ndim - len(inner):] == inner:  # (N, 3) -> N vec3, N may be 0
@@ -317,7 +317,8 @@ class array:
                           strides=self._full_strides())
 
     def numpy(self) -> np.ndarray:
-        """A numpy view sharing memory (CPU) or a host copy (CUDA; waits for pending work)."""
+        """A numpy view sharing memory (CPU) or a host copy (CUDA; waits for pending work). bfloat16
+        elements come as their uint16 bits (numpy has no bfloat16), as in Warp."""
         if self.device.is_cpu:
             host = np.asarray(_HostView(self))  # struct elements come through as raw bytes ('V<n>')
             return host.view(self._np_dtype()) if T.is_struct(self.dtype) else host
@@ -334,6 +335,10 @@ class array:
 
     def list(self):
         values = self.numpy().reshape(self.size, -1) if getattr(self.dtype, "_wp_shape_", ()) else self.numpy()
+        if T.scalar_of(self.dtype) is T.bfloat16:  # bfloat16 values, not their bits (as Warp)
+            values = T.from_storage(T.bfloat16, values)
+            if self.dtype is T.bfloat16:
+                return [T.bfloat16(v) for v in values.reshape(-1).tolist()]
         if T.is_composite(self.dtype):
             return [self.dtype(*row) for row in values]
         if T.is_struct(self.dtype):
@@ -345,7 +350,7 @@ class array:
         if isinstance(src, array):
             copy(self, src)
             return
-        values = np.broadcast_to(np.asarray(src, dtype=self._np_dtype()), self._full_shape())
+        values = np.broadcast_to(T.to_storage(T.scalar_of(self.dtype), src), self._full_shape())
         self._write_host(np.ascontiguousarray(values))
 
     def _write_host(self, values: np.ndarray):
@@ -367,8 +372,8 @@ class array:
         """Set every element to ``value`` (a scalar, or a vector/matrix for composite arrays)."""
         if self.size == 0:
             return
-        v = structs.to_numpy(value, self.dtype).reshape(()) if T.is_struct(self.dtype) else np.asarray(
-            value.numpy() if hasattr(value, "numpy") else value, dtype=self._np_dtype())
+        v = structs.to_numpy(value, self.dtype).reshape(()) if T.is_struct(self.dtype) else T.to_storage(
+            T.scalar_of(self.dtype), value.numpy() if hasattr(value, "numpy") else value)
         if self.is_contiguous and not np.ascontiguousarray(v).reshape(-1).view(np.uint8).any():  # zero bytes: memset
             self._bump_version()
             self.device.backend.memset(self.ptr, 0, self.capacity)

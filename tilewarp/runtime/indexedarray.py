@@ -126,12 +126,12 @@ class indexedarray:
         """Write ``src`` (an array, numpy data or a list) into the indexed elements."""
         values = src.numpy() if hasattr(src, "numpy") else np.asarray(src)
         full = self.shape + getattr(self.dtype, "_wp_shape_", ())
-        self._scatter(np.broadcast_to(np.asarray(values, dtype=T.scalar_of(self.dtype)._np_), full))
+        self._scatter(np.broadcast_to(T.to_storage(T.scalar_of(self.dtype), values), full))
 
     def fill_(self, value):
         v = value.numpy() if hasattr(value, "numpy") else value
         full = self.shape + getattr(self.dtype, "_wp_shape_", ())
-        self._scatter(np.broadcast_to(np.asarray(v, dtype=T.scalar_of(self.dtype)._np_), full))
+        self._scatter(np.broadcast_to(T.to_storage(T.scalar_of(self.dtype), v), full))
 
     def zero_(self):
         self.fill_(0)

@@ -19,6 +19,7 @@ from .device import get_device
 kDLCPU, kDLCUDA, kDLCUDAHost = 1, 2, 3
 _CODES = {"i": 0, "u": 1, "f": 2, "b": 6}          # numpy kind -> DLDataTypeCode
 _KINDS = {0: "i", 1: "u", 2: "f", 6: "b"}
+kDLBfloat = 4  # bfloat16 has a code of its own (its numpy storage is uint16)
 
 
 class DLDevice(ctypes.Structure):
@@ -76,7 +77,7 @@ def _capsule_destructor(capsule):
 
 def _dl_dtype(scalar) -> DLDataType:
     dt = scalar._np_
-    return DLDataType(_CODES[dt.kind], dt.itemsize * 8, 1)
+    return DLDataType(kDLBfloat if scalar is T.bfloat16 else _CODES[dt.kind], dt.itemsize * 8, 1)
 
 
 def dlpack_device(a: array) -> tuple:
@@ -181,6 +182,8 @@ def _device_of(dev: DLDevice):
 
 
 def _scalar_of(dt: DLDataType):
+    if (dt.code, dt.bits, dt.lanes) == (kDLBfloat, 16, 1):
+        return T.bfloat16
     if dt.lanes != 1 or dt.code not in _KINDS:
         raise RuntimeError(f"unsupported DLPack dtype (code {dt.code}, bits {dt.bits}, lanes {dt.lanes})")
     kind = _KINDS[dt.code]
@@ -243,9 +246,10 @@ def from_dlpack(source, dtype=None) -> array:
 def _torch_dtypes():
     import torch
 
-    return {T.float16: torch.float16, T.float32: torch.float32, T.float64: torch.float64, T.int8: torch.int8,
-            T.int16: torch.int16, T.int32: torch.int32, T.int64: torch.int64, T.uint8: torch.uint8,
-            T.uint16: torch.uint16, T.uint32: torch.uint32, T.uint64: torch.uint64, T.bool_: torch.bool}
+    return {T.float16: torch.float16, T.bfloat16: torch.bfloat16, T.float32: torch.float32,
+            T.float64: torch.float64, T.int8: torch.int8, T.int16: torch.int16, T.int32: torch.int32,
+            T.int64: torch.int64, T.uint8: torch.uint8, T.uint16: torch.uint16, T.uint32: torch.uint32,
+            T.uint64: torch.uint64, T.bool_: torch.bool}
 
 
 def dtype_to_torch(warp_dtype):

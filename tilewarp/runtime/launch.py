@@ -65,7 +65,9 @@ def _converter(t, name):
             if kind != "float":  # bool: any int by its truth, as Warp (nothing is cut off)
                 return t._type_(value).value
             try:
-                return float(value) if t is not T.float16 else int(np.float16(value).view(np.uint16))
+                if t in T.f16_types:  # their bits
+                    return int(T.to_storage(t, float(value)).view(np.uint16))
+                return float(value)
             except OverflowError:  # an int beyond a double
                 raise LaunchError(f"argument '{name}' expects {T.type_name(t)}, got {value}, "
                                   f"too large for a float") from None
@@ -77,7 +79,7 @@ def _converter(t, name):
                 return value
             if isinstance(value, (T.VectorBase, T.MatrixBase)) or isinstance(value, (int, float, str)):
                 raise bad(value)
-            flat = np.asarray(value, dtype=T.scalar_of(t)._np_).reshape(-1)
+            flat = np.asarray(value, dtype=T.scalar_of(t)._value_np_).reshape(-1)
             if flat.size != t._length_:
                 raise bad(value, f"{flat.size} values")
             return t(*flat)

@@ -68,7 +68,7 @@ def array_token(a):
 def native_params(packer, device):
     """The extension's view of ``packer``'s argument block: (kind, offset, size, signature or class)
     per parameter, or None when a parameter is of a kind only Python packs (structs, indexed arrays,
-    float16)."""
+    16-bit floats)."""
     params = []
     for (fname, _), p in zip(packer.struct._fields_[1:], packer.fn.params):
         field, t = getattr(packer.struct, fname), p.type

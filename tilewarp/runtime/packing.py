@@ -19,7 +19,7 @@ from .. import types as T
 from .array import array
 from .native_launch import array_token
 
-#: struct codes for scalar fields by (kind, byte size); float16 arrives as its uint16 bits
+#: struct codes for scalar fields by (kind, byte size); float16 and bfloat16 arrive as their uint16 bits
 _SCALAR_CODES = {("float", 4): "f", ("float", 8): "d", ("float", 2): "H", ("bool", 1): "?",
                  ("int", 1): "b", ("int", 2): "h", ("int", 4): "i", ("int", 8): "q",
                  ("uint", 1): "B", ("uint", 2): "H", ("uint", 4): "I", ("uint", 8): "Q"}
