@@ -30,12 +30,15 @@ template <typename D, typename A, typename B, typename C> struct mma_operands {
     static constexpr bool layout = is_rowmajor_shared<D>::value && is_rowmajor_shared<A>::value &&
                                    is_rowmajor_shared<B>::value && is_rowmajor_shared<C>::value &&
                                    A::threads % 32 == 0;
-    static constexpr bool f16 = layout && same_tile<typename A::value_type, half>::value &&
-                                same_tile<typename B::value_type, half>::value &&
-                                (same_tile<typename D::value_type, float>::value ||
-                                 same_tile<typename D::value_type, half>::value) &&
-                                same_tile<typename C::value_type, typename D::value_type>::value &&
-                                M % 16 == 0 && N % 8 == 0 && K % 16 == 0;
+    // float16 operands into float32 or float16 sums; bfloat16 operands into float32
+    static constexpr bool f16_types = same_tile<typename A::value_type, typename B::value_type>::value &&
+                                      ((same_tile<typename A::value_type, half>::value &&
+                                        (same_tile<typename D::value_type, float>::value ||
+                                         same_tile<typename D::value_type, half>::value)) ||
+                                       (same_tile<typename A::value_type, bfloat16>::value &&
+                                        same_tile<typename D::value_type, float>::value)) &&
+                                      same_tile<typename C::value_type, typename D::value_type>::value;
+    static constexpr bool f16 = layout && f16_types && M % 16 == 0 && N % 8 == 0 && K % 16 == 0;
     static constexpr bool f64 = layout && same_tile<typename A::value_type, double>::value &&
                                 same_tile<typename B::value_type, double>::value &&
                                 same_tile<typename D::value_type, double>::value &&
@@ -46,7 +49,21 @@ template <typename D, typename A, typename B, typename C> struct mma_operands {
 #if TW_IS_CUDA
 TW_FUNC unsigned shared_address(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
 
-// D (M x N) = alpha * A (M x K) @ B (K x N) + beta * C, float16 operands, float32 sums.
+// d += a (16 x 16 fragment) @ b (16 x 8): mma.sync m16n8k16 of T = half or bfloat16, float32 sums
+template <typename T> TW_FUNC void mma_m16n8k16(float* d, const unsigned (&a)[4], const unsigned (&b)[2]) {
+    if constexpr (same_tile<T, bfloat16>::value)
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                     "{%0,%1,%2,%3};\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    else
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                     "{%0,%1,%2,%3};\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// D (M x N) = alpha * A (M x K) @ B (K x N) + beta * C, float16 (or bfloat16) operands, float32 sums.
 // Warp tiles of (16 TM) x (8 TN); the fragment layouts are the PTX ISA's for m16n8k16. Rows of the
 // operand tiles start 16-byte aligned (K and N are multiples of 8 halves; tiles sit at 16-byte offsets).
 template <int TM, int TN, typename A, typename B, typename Init, typename Done>
@@ -54,8 +71,9 @@ TW_FUNC void matmul_hmma(const A& a, const B& b, const Init& init, const Done& d
     constexpr int M = A::shape::extent(0), K = A::shape::extent(1), N = B::shape::extent(1);
     constexpr int WM = 16 * TM, WN = 8 * TN, across = N / WN, tiles = (M / WM) * across, warps = A::threads / 32;
     const int lane = (int)threadIdx.x & 31;
-    const half* as = a.data;
-    const half* bs = b.data;
+    typedef typename A::value_type T;
+    const T* as = a.data;
+    const T* bs = b.data;
     int slot = 0;  // the thread's next accumulator, in the order hmma_element numbers them
     for (int w = (int)threadIdx.x >> 5; w < tiles; w += warps, slot += TM * TN * 4) {
         const int m0 = (w / across) * WM, n0 = (w % across) * WN;
@@ -86,15 +104,7 @@ TW_FUNC void matmul_hmma(const A& a, const B& b, const Init& init, const Done& d
             TW_UNROLL
             for (int i = 0; i < TM; ++i)
                 TW_UNROLL
-                for (int j = 0; j < TN; ++j) {
-                    float* d = acc[i][j];
-                    asm volatile(
-                        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-                        "{%8,%9}, {%0,%1,%2,%3};\n"
-                        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                        : "r"(fa[i][0]), "r"(fa[i][1]), "r"(fa[i][2]), "r"(fa[i][3]), "r"(fb[j][0]),
-                          "r"(fb[j][1]));
-                }
+                for (int j = 0; j < TN; ++j) mma_m16n8k16<T>(acc[i][j], fa[i], fb[j]);
         }
         TW_UNROLL
         for (int i = 0; i < TM; ++i)
@@ -217,7 +227,7 @@ template <int WN, bool Async, typename A, typename B> TW_FUNC void matmul_wgmma(
                 // B: N-major, strips of WB columns K * WB elements apart
                 const unsigned long long db =
                     wg_descriptor(b.data + (n0 / WB) * K * WB + k0 * WB, K * WB * 2, 8 * WB * 2, WB * 2);
-                wgmma_f16<WN>::run(acc + i * L::per_tile, da, db);
+                wgmma<typename A::value_type, WN>::run(acc + i * L::per_tile, da, db);
             }
         }
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
@@ -240,12 +250,7 @@ template <int WN, bool Async, typename A, typename B> TW_FUNC void matmul_wgmma(
                 const unsigned pb = shared_address(b.data + B::place::offset((k0 + (lane & 15)) * N + n0 + 8 * j));
                 asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
                              : "=r"(fb[0]), "=r"(fb[1]) : "r"(pb));
-                float* d = acc + i * L::per_tile + 4 * j;
-                asm volatile(
-                    "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-                    "{%8,%9}, {%0,%1,%2,%3};\n"
-                    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                    : "r"(fa[0]), "r"(fa[1]), "r"(fa[2]), "r"(fa[3]), "r"(fb[0]), "r"(fb[1]));
+                mma_m16n8k16<typename A::value_type>(acc + i * L::per_tile + 4 * j, fa, fb);
             }
         }
     }
@@ -429,7 +434,8 @@ TW_FUNC bool tile_matmul_mma(D& out, const A& a, const B& b, const C& c, S alpha
         return true;
     } else if constexpr (is_mtile<D>::value) {  // the sums stay in registers
         static_assert(same_tile<D, C>::value && is_rowmajor_shared<A>::value && is_rowmajor_shared<B>::value &&
-                          same_tile<typename A::value_type, typename pick<same_tile<T, double>::value, double, half>::type>::value,
+                          (same_tile<T, double>::value ? same_tile<typename A::value_type, double>::value
+                                                       : op::f16_types),
                       "a register accumulator takes tensor-core products of shared tiles");
         typedef mma_tiling<(same_tile<T, double>::value ? 2 : 1), op::M, op::N> L;
         block_sync();  // the operands were just written

@@ -54,6 +54,18 @@ CASES = [
 TOL = {"float16": 2e-3, "float32": 1e-5, "float64": 1e-12}
 
 
+def _operand(rng, shape, name, device):
+    """Random values of dtype ``name`` (bfloat16: rounded to it, numpy has none) and their array."""
+    from tilewarp.types import bf16_bits, bf16_values
+
+    x = rng.uniform(-1, 1, shape)
+    if name == "bfloat16":
+        x = bf16_values(bf16_bits(x))
+        return x, wp.array(x, dtype=wp.bfloat16, device=device)
+    x = x.astype(_np(name))
+    return x, wp.array(x, device=device)
+
+
 def _np(name):
     return {"float16": np.float16, "float32": np.float32, "float64": np.float64}[name]
 
@@ -98,6 +110,8 @@ def test_tile_gemm(device, rng, tm, tn, tk, ab, acc, block_dim):
     (32, 64, 16, "float16", "float32", 64, 1),            # 2 warps, two warp tiles each
     (32, 16, 16, "float16", "float16", 32, 1),
     (32, 32, 8, "float64", "float64", 64, 2),
+    (64, 64, 32, "bfloat16", "float32", 128, "3, 64"),    # bfloat16 operands: the same paths
+    (32, 64, 16, "bfloat16", "float32", 64, 1),
     (64, 64, 32, "float32", "float32", 128, 4),           # float32: 4 x 8 outputs a thread
     (128, 64, 16, "float32", "float32", 128, 4),          # 8 x 8
 ])
@@ -114,9 +128,7 @@ def test_gemm_with_register_accumulator(device, rng, tm, tn, tk, ab, acc, block_
     assert len(swizzled) == (2 if isinstance(kind, str) else 0)  # wgmma operands only
     bm, bn, kt = 2, 3, 5
     m, n, k = bm * tm, bn * tn, kt * tk
-    a = rng.uniform(-1, 1, (m, k)).astype(_np(ab))
-    b = rng.uniform(-1, 1, (k, n)).astype(_np(ab))
-    wa, wb = wp.array(a, device=device), wp.array(b, device=device)
+    (a, wa), (b, wb) = _operand(rng, (m, k), ab, device), _operand(rng, (k, n), ab, device)
     wc = wp.zeros((m, n), dtype=getattr(wp, acc), device=device)
     wp.launch_tiled(mod.gemm, dim=(bm, bn), inputs=[wa, wb, wc], block_dim=block_dim, device=device)
     want = a.astype(np.float64) @ b.astype(np.float64)
@@ -182,7 +194,7 @@ def mixed(a: wp.array2d(dtype=wp.{ta}), b: wp.array2d(dtype=wp.{tb}), c: wp.arra
 
 
 @pytest.mark.parametrize("body,error,match", [
-    ("wp.tile_matmul(wp.tile_load(i, shape=(16, 16)), x, z)", wp.KernelTypeError, r"float16/32/64 tiles"),
+    ("wp.tile_matmul(wp.tile_load(i, shape=(16, 16)), x, z)", wp.KernelTypeError, r"float16/bfloat16/float32/float64 tiles"),
     ("wp.tile_matmul(x, x, wp.tile_zeros(shape=(16, 8), dtype=float))", wp.KernelTypeError, r"shape \(16, 16\)"),
     ("wp.tile_matmul(x, x, z, precision='fp8')", wp.KernelValueError, r"'default' or 'tf32'"),
     ("wp.tile_matmul(x, x, z, precision='tf32')", wp.KernelTypeError, r"tf32.*float32 tiles"),
@@ -373,3 +385,30 @@ def test_prefetch_stages_fit_the_device(stage_kb, alone, limit_kb, stages):
     from tilewarp.block.prefetch import stages_for
 
     assert stages_for(stage_kb * 1024, alone, limit_kb * 1024) == stages
+
+
+def test_bfloat16_operands_and_gradients(device, rng):
+    """bfloat16 a, b into a float32 tile (Warp: forward only): products exact in float32 and the
+    operands' gradients G B^T, A^T G rounded to bfloat16."""
+    from tilewarp.types import bf16_values
+
+    mod = load_module('''
+import WP as wp
+
+
+@wp.kernel
+def product(a: wp.array2d(dtype=wp.bfloat16), b: wp.array2d(dtype=wp.bfloat16), c: wp.array2d(dtype=float)):
+    z = wp.tile_zeros(shape=(64, 32), dtype=float)
+    wp.tile_matmul(wp.tile_load(a, shape=(64, 16)), wp.tile_load(b, shape=(16, 32)), z)
+    wp.tile_store(c, z)
+''', "tilewarp")
+    (an, a), (bn, b) = _operand(rng, (64, 16), "bfloat16", device), _operand(rng, (16, 32), "bfloat16", device)
+    a.requires_grad = b.requires_grad = True
+    c = wp.zeros((64, 32), dtype=float, device=device, requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch_tiled(mod.product, dim=1, inputs=[a, b, c], block_dim=128, device=device)
+    g = rng.standard_normal((64, 32))
+    tape.backward(grads={c: wp.array(g.astype(np.float32), device=device)})
+    np.testing.assert_allclose(c.numpy(), an @ bn, rtol=1e-5, atol=1e-5)
+    for grad, want in ((a.grad, g @ bn.T), (b.grad, an.T @ g)):
+        np.testing.assert_allclose(bf16_values(grad.numpy()), want, rtol=2 ** -7, atol=1e-2)

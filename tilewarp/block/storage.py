@@ -195,8 +195,9 @@ def _mma_kind(op, threads: int) -> int:
     outputs, 32 or 64), else 0."""
     a, b, c = (x.type for x in op.args[:3])
     m, k, n = a.shape[0], a.shape[1], b.shape[1]
-    if a.dtype is T.float16 and b.dtype is T.float16 and c.dtype in (T.float32, T.float16) \
-            and m % 16 == 0 and n % 8 == 0 and k % 16 == 0:
+    halves = (a.dtype is b.dtype is T.float16 and c.dtype in (T.float32, T.float16)) or \
+        (a.dtype is b.dtype is T.bfloat16 and c.dtype is T.float32)
+    if halves and m % 16 == 0 and n % 8 == 0 and k % 16 == 0:
         kind, tiles = 1, (m // (16 * _warp_tiles(m, 16, 2))) * (n // (8 * _warp_tiles(n, 8, 4)))
     elif a.dtype is b.dtype is c.dtype is T.float64 and m % 8 == 0 and n % 8 == 0 and k % 4 == 0:
         kind, tiles = 2, (m // (8 * _warp_tiles(m, 8, 4))) * (n // (8 * _warp_tiles(n, 8, 2)))
@@ -210,11 +211,11 @@ def _mma_kind(op, threads: int) -> int:
 
 def _wgmma_columns(op, threads: int) -> int:
     """The output columns of one warpgroup tile (mma.h kind 3) for ``tile_matmul(a, b, out)`` of
-    float16 operands into float32 on ``threads`` CUDA threads, or 0 where wgmma tiles do not fit:
+    float16 (or bfloat16) operands into float32 on ``threads`` CUDA threads, or 0 where wgmma tiles do not fit:
     64-row tiles, as many per warpgroup, starting at whole strips of b's swizzled layout."""
     a, b, c = (x.type for x in op.args[:3])
     m, k, n = a.shape[0], a.shape[1], b.shape[1]
-    if not (a.dtype is T.float16 and b.dtype is T.float16 and c.dtype is T.float32) \
+    if not (a.dtype is b.dtype and a.dtype in (T.float16, T.bfloat16) and c.dtype is T.float32) \
             or threads % 128 or m % 64 or k % 16 or n % 16 or m * n // threads > 128:
         return 0
     strip = _strip(n)
@@ -225,7 +226,7 @@ def _wgmma_columns(op, threads: int) -> int:
 
 
 def _strip(columns: int) -> int:
-    """Columns of a float16 tile's swizzle strips (128, 64 or 32 bytes wide: tile.h swizzled_t)."""
+    """Columns of a 16-bit tile's swizzle strips (128, 64 or 32 bytes wide: tile.h swizzled_t)."""
     return 64 if columns % 64 == 0 else 32 if columns % 32 == 0 else 16
 
 

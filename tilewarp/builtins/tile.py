@@ -463,9 +463,12 @@ def _matmul(args, template):
     if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
         fail(f"cannot multiply tiles of shapes {a.shape} and {b.shape}")
     floats = (T.float16, T.float32, T.float64)
-    if a.dtype not in floats or b.dtype not in floats:  # as Warp: each may be any of the three
-        fail(f"multiplies float16/32/64 tiles, got {T.type_name(a.dtype)} and {T.type_name(b.dtype)}")
+    if a.dtype not in (*floats, T.bfloat16) or b.dtype not in (*floats, T.bfloat16):  # as Warp: each its own
+        fail(f"multiplies float16/bfloat16/float32/float64 tiles, got {T.type_name(a.dtype)} and "
+             f"{T.type_name(b.dtype)}")
     out = T.TileType(a.dtype, (a.shape[0], b.shape[1]))  # the returning form: a's dtype
+    if not c and a.dtype is T.bfloat16:
+        fail("tile_matmul(a, b) sums in a's dtype, which may not be bfloat16: pass a float32 out tile")
     if c:  # the accumulating form sums in out's dtype (float32 for float16 operands on tensor cores)
         if not (isinstance(c[0], T.TileType) and c[0].shape == out.shape and c[0].dtype in floats):
             fail(f"out must be a float16/32/64 tile of shape {out.shape}, got {T.type_name(c[0])}")
