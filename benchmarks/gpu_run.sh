@@ -22,6 +22,7 @@
 #   examples  the examples gallery on cuda:0 (tilewarp; with warp-lang too after a `warp` step)
 #   warp      join warp-lang (needs .whl2 and a stashed first half), then every benchmark side by side
 #   warpsuite Warp's own core and tile tests against tilewarp (cpu + cuda:0)
+#   mmsuite   Warp's own tile_matmul test files only (cpu + cuda:0)
 set -uo pipefail
 REPO="$PWD"
 export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 TILEWARP_CACHE_DIR=/tmp/tw-cache
@@ -175,6 +176,13 @@ EOF
       timeout 280 python .whl_inst/warp_suite/warp_suite.py --warp-dir /tmp/wd/warp --module tilewarp --tests $s -j 16 \
         --timeout 260 --out "$OUT/warpsuite_$s.json" > "$OUT/warpsuite_$s.txt" 2>&1
       tail -4 "$OUT/warpsuite_$s.txt"
+    done ;;
+  mmsuite)  # Warp's own tile_matmul tests (cpu + cuda:0 variants)
+    mkdir -p /tmp/wd && tar xzf .whl_inst/warptests.tgz -C /tmp/wd
+    for f in tile/test_tile_matmul_no_mathdx.py tile/test_tile_matmul_strides.py tile/test_tile_matmul.py; do
+      timeout 200 python .whl_inst/warp_suite/warp_suite.py --warp-dir /tmp/wd/warp --module tilewarp --tests $f -j 8 \
+        --timeout 180 > "$OUT/mmsuite_$(basename $f .py).txt" 2>&1
+      echo "$f: $(grep TOTAL "$OUT/mmsuite_$(basename $f .py).txt")"
     done ;;
   *) echo "unknown step $STEP" ;;
   esac
