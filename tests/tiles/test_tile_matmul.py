@@ -412,3 +412,32 @@ def product(a: wp.array2d(dtype=wp.bfloat16), b: wp.array2d(dtype=wp.bfloat16), 
     np.testing.assert_allclose(c.numpy(), an @ bn, rtol=1e-5, atol=1e-5)
     for grad, want in ((a.grad, g @ bn.T), (b.grad, an.T @ g)):
         np.testing.assert_allclose(bf16_values(grad.numpy()), want, rtol=2 ** -7, atol=1e-2)
+
+
+def test_loop_writing_arrays_keeps_its_loads_in_place(device, rng):
+    """A K loop that stores into the array it loads from (each step reads the row the previous one
+    wrote) must not run its loads ahead: the result is the serial one."""
+    from tilewarp.block.storage import plan
+
+    mod = load_module('''
+import WP as wp
+
+
+@wp.kernel
+def chain(a: wp.array2d(dtype=wp.float64), m: wp.array2d(dtype=wp.float64)):
+    w = wp.tile_load(m, shape=(8, 8))
+    for k in range(a.shape[0] // 8 - 1):
+        x = wp.tile_load(a, shape=(8, 8), offset=(k * 8, 0))
+        y = wp.tile_zeros(shape=(8, 8), dtype=wp.float64)
+        wp.tile_matmul(x, w, y)
+        wp.tile_store(a, y, offset=(k * 8 + 8, 0))
+''', "tilewarp")
+    assert not plan(mod.chain.ir_for(64), threads=64, pipeline=True).pipelined
+    an, mn = rng.uniform(-1, 1, (40, 8)), rng.uniform(-0.5, 0.5, (8, 8))
+    a = wp.array(an, dtype=wp.float64, device=device)
+    wp.launch_tiled(mod.chain, dim=1, inputs=[a, wp.array(mn, dtype=wp.float64, device=device)], block_dim=64,
+                    device=device)
+    want = an.copy()
+    for k in range(4):
+        want[8 * k + 8:8 * k + 16] = want[8 * k:8 * k + 8] @ mn
+    np.testing.assert_allclose(a.numpy(), want, rtol=1e-12, atol=1e-12)

@@ -41,6 +41,14 @@ def _pure_scalar(s) -> bool:
                                       and not any(T.is_tile(a.type) for a in s.op.args)))
 
 
+def _writes_arrays(s) -> bool:
+    """A store, an atomic, or a user function given an array: it may write what a later load reads."""
+    if not (isinstance(s, ir.Assign) and isinstance(s.op, (ir.Call, ir.FuncCall))):
+        return False
+    effect = isinstance(s.op, ir.FuncCall) or s.op.builtin.side_effect
+    return effect and any(T.is_array(a.type) for a in s.op.args)
+
+
 def _reads(s):
     return s.op.args if isinstance(s.op, (ir.Call, ir.FuncCall)) else (s.op.src,)
 
@@ -54,8 +62,8 @@ def candidates(fn: ir.Function, shared: set, fixed: set) -> dict:
         if not (isinstance(loop, ir.For) and loop.step.is_const and loop.step.const > 0):
             continue
         body = loop.body
-        if any(isinstance(x, (ir.Break, ir.Continue, ir.Return)) for x in ir.walk(body)):
-            continue
+        if any(isinstance(x, (ir.Break, ir.Continue, ir.Return)) or _writes_arrays(x) for x in ir.walk(body)):
+            continue  # (a load issued ahead would miss what this iteration writes)
         if not any(isinstance(x, ir.Assign) and isinstance(x.op, ir.Call) and x.op.builtin.name == "tile_matmul"
                    for x in ir.walk(body)):
             continue
