@@ -441,3 +441,29 @@ def chain(a: wp.array2d(dtype=wp.float64), m: wp.array2d(dtype=wp.float64)):
     for k in range(4):
         want[8 * k + 8:8 * k + 16] = want[8 * k:8 * k + 8] @ mn
     np.testing.assert_allclose(a.numpy(), want, rtol=1e-12, atol=1e-12)
+
+
+def test_mixed_dtypes_gradients(device, rng):
+    """Gradients of a float32 x float64 product into float64: each operand's gradient in its own dtype
+    (G B^T rounded to float32 for a, A^T G in float64 for b)."""
+    mod = load_module('''
+import WP as wp
+
+
+@wp.kernel
+def mixed(a: wp.array2d(dtype=wp.float32), b: wp.array2d(dtype=wp.float64), c: wp.array2d(dtype=wp.float64)):
+    z = wp.tile_zeros(shape=(16, 8), dtype=wp.float64)
+    wp.tile_matmul(wp.tile_load(a, shape=(16, 32)), wp.tile_load(b, shape=(32, 8)), z, alpha=2.0)
+    wp.tile_store(c, z)
+''', "tilewarp")
+    an, bn = rng.standard_normal((16, 32)).astype(np.float32), rng.standard_normal((32, 8))
+    a = wp.array(an, device=device, requires_grad=True)
+    b = wp.array(bn, dtype=wp.float64, device=device, requires_grad=True)
+    c = wp.zeros((16, 8), dtype=wp.float64, device=device, requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch_tiled(mod.mixed, dim=1, inputs=[a, b, c], block_dim=64, device=device)
+    g = rng.standard_normal((16, 8))
+    tape.backward(grads={c: wp.array(g, dtype=wp.float64, device=device)})
+    np.testing.assert_allclose(c.numpy(), 2.0 * an.astype(np.float64) @ bn, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(a.grad.numpy(), 2.0 * g @ bn.T, rtol=1e-6, atol=1e-5)
+    np.testing.assert_allclose(b.grad.numpy(), 2.0 * an.astype(np.float64).T @ g, rtol=1e-12, atol=1e-12)
