@@ -467,3 +467,31 @@ def mixed(a: wp.array2d(dtype=wp.float32), b: wp.array2d(dtype=wp.float64), c: w
     np.testing.assert_allclose(c.numpy(), 2.0 * an.astype(np.float64) @ bn, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(a.grad.numpy(), 2.0 * g @ bn.T, rtol=1e-6, atol=1e-5)
     np.testing.assert_allclose(b.grad.numpy(), 2.0 * an.astype(np.float64).T @ g, rtol=1e-12, atol=1e-12)
+
+
+def test_loaded_tile_used_after_the_product_waits_for_it():
+    """A K loop that also touches an operand tile after the product (here writes an element) keeps its wgmma
+    products synchronous: the loaded buffers are not left to a product still reading them while
+    other code runs on them."""
+    from tilewarp.block.storage import plan
+
+    mod = load_module('''
+import WP as wp
+
+
+@wp.kernel
+def gemm_and_sum(a: wp.array2d(dtype=wp.float16), b: wp.array2d(dtype=wp.float16), c: wp.array2d(dtype=wp.float32),
+                 s: wp.array(dtype=wp.float32)):
+    total = wp.tile_zeros(shape=(64, 64), dtype=wp.float32)
+    for k in range(a.shape[1] // 16):
+        x = wp.tile_load(a, shape=(64, 16), offset=(0, k * 16))
+        y = wp.tile_load(b, shape=(16, 64), offset=(k * 16, 0))
+        wp.tile_matmul(x, y, total)
+        x[0, 0] = wp.float16(0.0)
+    wp.tile_store(c, total)
+''', "tilewarp")
+    pipes = plan(mod.gemm_and_sum.ir_for(128), threads=128, pipeline=True).pipelined
+    assert pipes and all(not p.asynchronous for p in pipes.values())
+    plain = load_module(STRIDED.format(start=0, step=1), "tilewarp")
+    pipes = plan(plain.gemm.ir_for(128), threads=128, pipeline=True).pipelined
+    assert pipes and all(p.asynchronous for p in pipes.values())

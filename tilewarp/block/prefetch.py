@@ -35,7 +35,8 @@ class Pipelined:
     asynchronous: set = field(default_factory=set)  # ids of the wgmma products left running
 
 
-def _pure_scalar(s) -> bool:
+def pure_scalar(s) -> bool:
+    """Scalar arithmetic: no tile, no side effect, no call of a user function, no control flow."""
     return isinstance(s, ir.Assign) and not (s.dst is not None and T.is_tile(s.dst.type)) and (
         isinstance(s.op, ir.Copy) or (isinstance(s.op, ir.Call) and not s.op.builtin.side_effect
                                       and not any(T.is_tile(a.type) for a in s.op.args)))
@@ -73,7 +74,7 @@ def candidates(fn: ir.Function, shared: set, fixed: set) -> dict:
             continue
         head = body[:loads[-1] + 1]
         scalars = [s for k, s in enumerate(head) if k not in loads]
-        if not all(_pure_scalar(s) for s in scalars):
+        if not all(pure_scalar(s) for s in scalars):
             continue
         assigned = {id(x.dst) for x in ir.walk(body) if isinstance(x, ir.Assign) and x.dst is not None}
         known = {id(loop.var)} | {id(s.dst) for s in scalars}
@@ -124,14 +125,20 @@ def stages_for(stage_bytes: int, alone: bool, shared_limit: int = 0) -> int:
 def asynchronous(pipe: Pipelined, loop: ir.For, wgmma: set) -> set:
     """The wgmma products (``wgmma``: ids of their results) of two of the loop's loaded tiles that
     follow the last load with only scalar statements between (tw::async_wait has just published
-    their operands)."""
+    their operands), where the loop does nothing else with those tiles (nothing may write them
+    while a product still reads them)."""
     loaded = {id(x.dst) for x in pipe.loads}
+    for s in ir.walk(loop.body):
+        operands = 2 if isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and s.op.builtin.name == "tile_matmul" \
+            else 0  # a product may read them as a and b
+        if isinstance(s, ir.Assign) and any(id(a) in loaded for a in _reads(s)[operands:]):
+            return set()
     last = max(k for k, s in enumerate(loop.body) if id(s) in {id(x) for x in pipe.loads})
     out = set()
     for s in loop.body[last + 1:]:
         if isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and s.op.builtin.name == "tile_matmul" \
                 and id(s.dst) in wgmma and id(s.op.args[0]) in loaded and id(s.op.args[1]) in loaded:
             out.add(id(s))
-        elif not _pure_scalar(s):
+        elif not pure_scalar(s):
             break
     return out

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from .. import types as T
 from ..block.lanes import Lanes, analyse
+from ..block.prefetch import pure_scalar
 from ..block.storage import Storage, plan
 from ..builtins.tile import ELEMENT, INTO, VARYING_ARGS
 from ..errors import KernelSyntaxError
@@ -227,13 +228,6 @@ def _shared_load(s, storage) -> bool:
         and s.dst is not None and id(s.dst) in storage.shared and id(s.dst) not in storage.views
 
 
-def _touches_no_tile(s) -> bool:
-    """Scalar arithmetic: no tile, no side effect, no call of a user function, no control flow."""
-    return isinstance(s, ir.Assign) and not (s.dst is not None and T.is_tile(s.dst.type)) and (
-        isinstance(s.op, ir.Copy) or (isinstance(s.op, ir.Call) and not s.op.builtin.side_effect
-                                      and not any(T.is_tile(a.type) for a in s.op.args)))
-
-
 def loads_in_flight(stmts, storage) -> set:
     """ids of the tile_loads into shared tiles that need not wait for their copies: the next statement
     that touches a tile is another such load, which waits for both (the operands of a GEMM step load
@@ -242,7 +236,7 @@ def loads_in_flight(stmts, storage) -> set:
     for k, s in enumerate(stmts):
         if not _shared_load(s, storage):
             continue
-        nxt = next((x for x in stmts[k + 1:] if not _touches_no_tile(x)), None)
+        nxt = next((x for x in stmts[k + 1:] if not pure_scalar(x)), None)
         if nxt is not None and _shared_load(nxt, storage):
             out.add(id(s))
     return out
