@@ -50,10 +50,6 @@ def _writes_arrays(s) -> bool:
     return effect and any(T.is_array(a.type) for a in s.op.args)
 
 
-def _reads(s):
-    return s.op.args if isinstance(s.op, (ir.Call, ir.FuncCall)) else (s.op.src,)
-
-
 def candidates(fn: ir.Function, shared: set, fixed: set) -> dict:
     """id(loop) -> Pipelined (stages still 0) for the loops whose loads can run ahead. ``shared``: the
     shared tiles; ``fixed``: tiles whose memory other tiles alias (views, products written in place)."""
@@ -79,7 +75,7 @@ def candidates(fn: ir.Function, shared: set, fixed: set) -> dict:
         assigned = {id(x.dst) for x in ir.walk(body) if isinstance(x, ir.Assign) and x.dst is not None}
         known = {id(loop.var)} | {id(s.dst) for s in scalars}
         # what the head reads: the loop variable, its own results, or values the loop never changes
-        if not all(id(a) in known or id(a) not in assigned for s in head for a in _reads(s)
+        if not all(id(a) in known or id(a) not in assigned for s in head for a in ir.operands(s)
                    if isinstance(a, ir.Value) and not T.is_tile(a.type)):
             continue
         tiles = [body[k].dst for k in loads]
@@ -101,7 +97,7 @@ def _uses_outside_loops(fn: ir.Function) -> dict:
             if id(x) in inside:
                 continue
             if isinstance(x, ir.Assign):
-                read.update(id(a) for a in _reads(x) if isinstance(a, ir.Value))
+                read.update(id(a) for a in ir.operands(x) if isinstance(a, ir.Value))
             for attr in ("cond", "value", "stop", "start", "step"):
                 v = getattr(x, attr, None)
                 if isinstance(v, ir.Value):
@@ -131,7 +127,7 @@ def asynchronous(pipe: Pipelined, loop: ir.For, wgmma: set) -> set:
     for s in ir.walk(loop.body):
         operands = 2 if isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and s.op.builtin.name == "tile_matmul" \
             else 0  # a product may read them as a and b
-        if isinstance(s, ir.Assign) and any(id(a) in loaded for a in _reads(s)[operands:]):
+        if isinstance(s, ir.Assign) and any(id(a) in loaded for a in ir.operands(s)[operands:]):
             return set()
     last = max(k for k, s in enumerate(loop.body) if id(s) in {id(x) for x in pipe.loads})
     out = set()

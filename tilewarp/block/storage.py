@@ -32,6 +32,11 @@ class Storage:
     pipelined: dict = field(default_factory=dict)  # id(loop) -> prefetch.Pipelined: loads issued ahead
     buffers: dict = field(default_factory=dict)    # id(tile) -> (stages, byte stride) of a prefetched tile
 
+    @property
+    def wgmma(self) -> set:
+        """ids of the tiles held in wgmma accumulators (mma.h kind 3, whose arguments name the columns)."""
+        return {vid for vid, kind in self.mma.items() if isinstance(kind, str)}
+
 
 def tile_bytes(t) -> int:
     if isinstance(t, T.TileStackType):  # the elements, then the count
@@ -130,7 +135,7 @@ def lifetimes(fn: ir.Function, tiles: set, roots=None, carried=frozenset()) -> d
             p = pos[id(s)]
             if isinstance(s, ir.Assign):
                 touch(s.dst, p)
-                for a in (s.op.args if isinstance(s.op, (ir.Call, ir.FuncCall)) else (s.op.src,)):
+                for a in ir.operands(s):
                     touch(a, p)
             elif isinstance(s, ir.If):
                 visit(s.body)
@@ -158,7 +163,7 @@ def accumulations(fn: ir.Function, storage: Storage) -> dict:
     uses: dict = {}
     for s in ir.walk(fn.body):
         if isinstance(s, ir.Assign):
-            for a in (s.op.args if isinstance(s.op, (ir.Call, ir.FuncCall)) else (s.op.src,)):
+            for a in ir.operands(s):
                 uses[id(a)] = uses.get(id(a), 0) + 1
         elif isinstance(s, (ir.If, ir.While)):
             uses[id(getattr(s, "cond", None))] = uses.get(id(getattr(s, "cond", None)), 0) + 1
@@ -211,8 +216,8 @@ def _mma_kind(op, threads: int) -> int:
 
 def _wgmma_columns(op, threads: int) -> int:
     """The output columns of one warpgroup tile (mma.h kind 3) for ``tile_matmul(a, b, out)`` of
-    float16 (or bfloat16) operands into float32 on ``threads`` CUDA threads, or 0 where wgmma tiles do not fit:
-    64-row tiles, as many per warpgroup, starting at whole strips of b's swizzled layout."""
+    float16 (or bfloat16) operands into float32 on ``threads`` CUDA threads, or 0 where wgmma tiles do
+    not fit: 64-row tiles, as many per warpgroup, starting at whole strips of b's swizzled layout."""
     a, b, c = (x.type for x in op.args[:3])
     m, k, n = a.shape[0], a.shape[1], b.shape[1]
     if not (a.dtype is b.dtype and a.dtype in (T.float16, T.bfloat16) and c.dtype is T.float32) \
@@ -244,7 +249,7 @@ def _wgmma_matmuls(stmts, threads: int) -> dict:
     for s in stmts:
         if s.dst is not None:
             made.setdefault(id(s.dst), []).append(s)
-        for k, a in enumerate(s.op.args if isinstance(s.op, (ir.Call, ir.FuncCall)) else (s.op.src,)):
+        for k, a in enumerate(ir.operands(s)):
             read.setdefault(id(a), []).append((s, k))
     while True:
         def fits(x):
@@ -259,7 +264,8 @@ def _wgmma_matmuls(stmts, threads: int) -> dict:
 
 
 def accumulators(fn: ir.Function, threads: int) -> tuple:
-    """(id(tile) -> mtile's kind arguments, id(tile) -> swizzle of the wgmma operands) for the tiles that can live in tensor-core accumulator registers: groups of
+    """(id(tile) -> mtile's kind arguments, id(tile) -> swizzle of the wgmma operands) for the tiles
+    that can live in tensor-core accumulator registers: groups of
     tiles joined by ``tile_matmul(a, b, out)`` (out and its result) and by copies (a loop carrying
     ``out``), each made only by tile_zeros / tile_full / those products / copies within the group, and
     used only as such an ``out``, by those copies and by tile_store. Their sums then stay in registers
@@ -361,7 +367,7 @@ def _pipeline(fn: ir.Function, storage: Storage, sizes: dict, fixed: set, thread
     """Pick the K loops whose loads run ahead and give each loaded tile its stages' bytes."""
     from .prefetch import asynchronous, candidates, stages_for
 
-    wgmma = {vid for vid, kind in storage.mma.items() if isinstance(kind, str)}
+    wgmma = storage.wgmma
     alone = any(v.type.size > 64 * threads for v in fn.values if id(v) in wgmma)
     loops = {id(x): x for x in ir.walk(fn.body) if isinstance(x, ir.For)}
     for loop_id, pipe in candidates(fn, storage.shared, fixed | set(storage.views)).items():

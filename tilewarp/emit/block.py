@@ -44,7 +44,7 @@ def wgmma_blocks(fn: ir.Function, storage: Storage, threads: int) -> int:
     registers that leaves a thread (64 K / 2 blocks) hold its accumulators and 64 more, so that one
     block's barriers and load waits hide behind the other's products (H100, 128 x 128 x 64 GEMM
     tiles on 256 threads: 338 -> 454 TFLOP/s, benchmarks/RESULTS.md); else 1."""
-    held = [v.type.size // threads for v in fn.values if isinstance(storage.mma.get(id(v)), str)]
+    held = [v.type.size // threads for v in fn.values if id(v) in storage.wgmma]
     return 2 if held and max(held) + 64 <= 65536 // (2 * threads) else 1
 
 

@@ -143,6 +143,11 @@ class Function:
     captures: list = field(default_factory=list)  # (python fn, name, snapshot) of globals compiled in
 
 
+def operands(s: Assign) -> tuple:
+    """The values an assignment reads: a call's arguments, or a copy's source."""
+    return tuple(s.op.args) if isinstance(s.op, (Call, FuncCall)) else (s.op.src,)
+
+
 def walk(stmts):
     """Yield every statement, depth first, including those nested in control flow."""
     for s in stmts:
