@@ -20,7 +20,11 @@
 #             processes after that: import time, cold compile + first launch, launch overhead
 #   suite     the whole test suite with cuda:0 as the device (one pytest per file, 12 at a time)
 #   examples  the examples gallery on cuda:0 (tilewarp; with warp-lang too after a `warp` step)
-#   warp      join warp-lang (needs .whl2 and a stashed first half), then every benchmark side by side
+#   joinwarp  join warp-lang (needs .whl2 and a stashed first half): later steps run it side by side
+#   warp      joinwarp, then every benchmark side by side
+#   latests   the tile linear algebra and FFT tests on cuda:0
+#   lasuite   Warp's own Cholesky, solve and FFT tests (no-MathDx files) against tilewarp (cpu + cuda:0)
+#   linalg    tile Cholesky and FFT batches against torch (and warp-lang after `joinwarp`)
 #   warpsuite Warp's own core and tile tests against tilewarp (cpu + cuda:0)
 #   mmsuite   Warp's own tile_matmul test files only (cpu + cuda:0)
 set -uo pipefail
@@ -163,11 +167,12 @@ EOF
   examples)
     MODS=tilewarp; [ -n "$WITH_WARP" ] && MODS=tilewarp,warp
     timeout 400 python -m benchmarks.examples --device cuda:0 --modules $MODS --frames 20 2>&1 | tee "$OUT/examples_$MODS.txt" ;;
-  warp)
+  joinwarp|warp)
     [ -f ~/stash/warp.partaa ] || { echo "no stashed first half (machine not warm): stash again"; continue; }
     cat ~/stash/warp.partaa .whl2/warp.partab > /tmp/warp.tar.zst
     mkdir -p /tmp/warp-site && LD_LIBRARY_PATH=~/stash ~/stash/zstd -dc /tmp/warp.tar.zst | tar xf - -C /tmp/warp-site
     export PYTHONPATH="$PYTHONPATH:/tmp/warp-site"; WITH_WARP=1
+    [ "$STEP" = joinwarp ] && { python -c "import warp; print('warp-lang', warp.__version__)"; continue; }
     timeout 300 python -m benchmarks --device cuda:0 --modules tilewarp,warp 2>&1 | tee "$OUT/bench_warp.txt" \
       | grep -v "^Module\|^Warp\|^   " ;;
   warpsuite)
@@ -177,6 +182,23 @@ EOF
         --timeout 260 --out "$OUT/warpsuite_$s.json" > "$OUT/warpsuite_$s.txt" 2>&1
       tail -4 "$OUT/warpsuite_$s.txt"
     done ;;
+  latests)
+    TILEWARP_TEST_DEVICES=cuda:0 timeout 300 python -m pytest -q -p no:cacheprovider --tb=short \
+      tests/tiles/test_tile_linalg.py tests/tiles/test_tile_fft.py tests/tiles/test_tiles_doc.py > "$OUT/la_tests.txt" 2>&1
+    grep -E "^(FAILED|ERROR)|passed|failed|^E  " "$OUT/la_tests.txt" | head -30 ;;
+  lasuite)  # Warp's own Cholesky / solve / FFT tests (cpu + cuda:0 variants)
+    mkdir -p /tmp/wd && tar xzf .whl_inst/warptests.tgz -C /tmp/wd
+    for f in cholesky solve fft; do
+      timeout 200 python .whl_inst/warp_suite/warp_suite.py --warp-dir /tmp/wd/warp --module tilewarp \
+        --tests tile/test_tile_${f}_no_mathdx.py -j 8 --timeout 180 > "$OUT/lasuite_$f.txt" 2>&1
+      echo "$f: $(grep TOTAL "$OUT/lasuite_$f.txt")"; grep -E "FAIL|ERROR" "$OUT/lasuite_$f.txt" | head -5
+    done ;;
+  linalg)  # tile Cholesky and FFT batches (tilewarp, torch; warp-lang too after `joinwarp`)
+    MODS=tilewarp,torch; [ -n "$WITH_WARP" ] && MODS=tilewarp,warp,torch
+    timeout 400 python -m benchmarks.linalg --device cuda:0 --modules $MODS 2>&1 | tee "$OUT/linalg.txt"
+    for bd in 32 128; do echo "-- block_dim $bd"
+      timeout 150 python -m benchmarks.linalg --device cuda:0 --modules tilewarp --block_dim $bd 2>&1 | grep -v "^problem"
+    done | tee "$OUT/linalg_block_dims.txt" ;;
   mmsuite)  # Warp's own tile_matmul tests (cpu + cuda:0 variants)
     mkdir -p /tmp/wd && tar xzf .whl_inst/warptests.tgz -C /tmp/wd
     for f in tile/test_tile_matmul_no_mathdx.py tile/test_tile_matmul_strides.py tile/test_tile_matmul.py; do

@@ -27,3 +27,5 @@
 #include "tile/memory.h"
 #include "tile/reduce.h"
 #include "tile/shape.h"
+#include "tile/linalg.h"
+#include "tile/fft.h"

@@ -385,6 +385,8 @@ TILE_RESULTS = {
     "tile_store": "None", "tile_store_indexed": "None", "tile_assign": "None", "tile_sort": "None",
     "tile_axpy": "None", "tile_stack_push": "None", "tile_stack_clear": "None", "tile_stack_count": "int32",
     "tile_stack_pop": "Any", "tile_stack": "Any", "untile": "Any", "tile_matmul": "_Tile | None",
+    **dict.fromkeys(("tile_cholesky_inplace", "tile_cholesky_solve_inplace", "tile_lower_solve_inplace",
+                     "tile_upper_solve_inplace", "tile_fft", "tile_ifft"), "None"),
 }
 
 

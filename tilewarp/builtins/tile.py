@@ -602,9 +602,10 @@ def _entries():
     for name in ("tile_dot", "tile_axpy", "tile_scatter_add", "tile_scatter_masked"):
         add(Builtin(name, _composed, "", adjoint_emit=_through_alias))  # composed by the frontend: their
         # gradients are their parts' (tile_map / tile_sum, element updates under the lane's condition)
-    return E + memory_entries()
+    return E + memory_entries() + linalg_entries()
 
 
+from .tile_linalg import IN_PLACE, RESULTS as _LINALG_RESULTS, SHARED as _LINALG_SHARED, linalg_entries  # noqa: E402
 from .tile_memory import _from_thread, memory_entries  # noqa: E402 (they use the helpers above)
 
 ENTRIES = _entries()
@@ -615,13 +616,14 @@ INTO = {b.name for b in ENTRIES if b.name not in ("tile_extract", "tile_store", 
                                                   "tile_assign", "tile_store_indexed", "tile_dot", "tile_axpy",
                                                   "tile_scatter_add", "tile_scatter_masked",
                                                   "tile_stack_push", "tile_stack_pop", "tile_stack_count",
-                                                  "tile_stack_clear", "tile_print")
+                                                  "tile_stack_clear", "tile_print", *IN_PLACE)
         and not b.name.startswith("_tile_element_")}
 #: views: shared tiles over part of another's memory (the adjoint of a view is the same view of the
 #: source's adjoint, so a view needs no adjoint of its own)
 VIEWS = {"tile_view", "tile_transpose"}
 #: entries that change a tile in place: replayed by the backward pass (unlike stores to arrays)
-MUTATES = {"tile_assign", "tile_sort", "tile_stack_push", "tile_stack_pop", "tile_stack_clear", *(f"_tile_element_{op}" for op in ("set", "add", "sub", "and", "or", "xor"))}
+MUTATES = {"tile_assign", "tile_sort", "tile_stack_push", "tile_stack_pop", "tile_stack_clear", *IN_PLACE,
+           *(f"_tile_element_{op}" for op in ("set", "add", "sub", "and", "or", "xor"))}
 #: where the requested storage ("register" / "shared") sits in an entry's template
 STORAGE_REQUEST = {"tile_zeros": 2, "tile_ones": 2, "tile_empty": 2, "tile_full": 2, "tile_arange": 2, "tile_load": 1,
                    "tile_load_indexed": 1, "tile_from_thread": 2}
@@ -630,7 +632,8 @@ SHARED_ARGS.update({"_tile_prod": (0,), "_tile_gather": (0, 1), "tile_load_index
                     "tile_assign": (0,),
                     "tile_extract": (0,), "tile_matmul": (0, 1, 2), **{n: (0,) for n in _SCAN_OPS},
                     **{f"_tile_element_{op}": (0,) for op in ("set", "add", "sub", "and", "or", "xor")}})
-SHARED_RESULT.update({"tile_matmul", "tile_view", "tile_transpose", "tile_stack", *_SCAN_OPS})
+SHARED_ARGS.update(_LINALG_SHARED)
+SHARED_RESULT.update({"tile_matmul", "tile_view", "tile_transpose", "tile_stack", *_SCAN_OPS, *_LINALG_RESULTS})
 ELEMENT.update({"tile_extract", "tile_stack_push", "tile_stack_pop", "tile_stack_count",
                 *(f"_tile_element_{op}" for op in ("set", "add", "sub", "and", "or", "xor"))})
 VARYING_ARGS.update({"tile": (0,), "tile_from_thread": (0,)})

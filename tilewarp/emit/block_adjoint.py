@@ -24,6 +24,51 @@ from .block import LaneGrouping, block_args, declare, prologue, tile_cpp
 from .cpp import expression, ref
 
 
+#: tile operations whose adjoints never read the value of the tile they take (linear in it): a later
+#: in-place change of that tile does not disturb them
+_VALUE_FREE = {"tile_store", "tile_atomic_add", "tile_sum", "tile_extract", "tile_assign", "tile_fft", "tile_ifft",
+               "tile_reshape", "tile_squeeze", "tile_astype", "tile_broadcast", *VIEWS,
+               *(f"_tile_element_{op}" for op in ("set", "add", "sub"))}
+
+
+def check_in_place_changes(fn: ir.Function):
+    """The reverse pass sees a tile that an operation changes in place (tile_fft, tile_assign, t[i] = x)
+    only as it ends up. Refuse, naming both lines, where an adjoint would need its value from before
+    the change: a reader that runs earlier, or in the same loop (an earlier iteration's change)."""
+    order = []
+
+    def walk(stmts, loops):
+        for s in stmts:
+            if isinstance(s, ir.Assign):
+                order.append((s, loops))
+            elif isinstance(s, ir.If):
+                walk(s.body, loops)
+                walk(s.orelse, loops)
+            elif isinstance(s, (ir.For, ir.While)):
+                walk(getattr(s, "test", None) or [], loops | {id(s)})
+                walk(s.body, loops | {id(s)})
+
+    walk(fn.body, frozenset())
+    roots: dict = {}
+    for s, _ in order:
+        if isinstance(s.op, ir.Call) and s.op.builtin.name in VIEWS:
+            roots[id(s.dst)] = roots.get(id(s.op.args[0]), id(s.op.args[0]))
+    for k, (s, loops) in enumerate(order):
+        b = s.op.builtin if isinstance(s.op, ir.Call) else None
+        if b is None or b.name not in MUTATES or not b.differentiable or not carries_gradient(s.op.args[0].type):
+            continue
+        target = roots.get(id(s.op.args[0]), id(s.op.args[0]))
+        for j, (t, t_loops) in enumerate(order):
+            if t is s or not isinstance(t.op, ir.Call) or t.op.builtin.name in _VALUE_FREE:
+                continue
+            if (j < k or loops & t_loops) and any(roots.get(id(a), id(a)) == target for a in t.op.args):
+                where = "in the same loop" if j > k else "before"
+                what = "an element write (t[i] = x)" if b.name.startswith("_") else f"wp.{b.name}()"
+                raise AutodiffError(f"{what} changes a tile in place that line {getattr(t.loc, 'line', '?')} reads {where}, "
+                                    f"and that line's gradient needs the value from before the change: change a "
+                                    f"copy of the tile instead (e.g. load it again)", s.loc)
+
+
 class BlockAdjointPrinter(LaneGrouping, AdjointPrinter):
     def __init__(self, prep, shape):
         AdjointPrinter.__init__(self, prep)
@@ -33,6 +78,7 @@ class BlockAdjointPrinter(LaneGrouping, AdjointPrinter):
                             body=prep.body, is_kernel=True, values=prep.values, loc=fn.loc)
         self.whole = whole
         self.lanes = analyse(whole, shape.uniform_tids)
+        check_in_place_changes(whole)
         self._layout(choose(whole))
         self.lane_loops: set = set()
 

@@ -16,6 +16,7 @@ import builtins as py
 from .. import types as T
 from ..builtins import REGISTRY
 from ..builtins.tile import ElementOp
+from ..builtins.tile_linalg import IN_PLACE, RESULTS as LINALG_RESULTS
 from ..errors import KernelTypeError, KernelValueError
 from ..ir import nodes as ir
 
@@ -58,6 +59,16 @@ SIGNATURES = {
     "tile_matmul": [("a", _REQUIRED, "value"), ("b", _REQUIRED, "value"), ("out", None, "value"),
                     ("alpha", 1.0, "scale"), ("beta", 1.0, "scale"), ("precision", "default", "const")],
 }
+for _n in ("tile_cholesky", "tile_cholesky_inplace"):
+    SIGNATURES[_n] = [("A", _REQUIRED, "value"), ("fill_mode", "lower", "const")]
+for _n in ("tile_cholesky_solve", "tile_cholesky_solve_inplace"):
+    SIGNATURES[_n] = [("L", _REQUIRED, "value"), ("y", _REQUIRED, "value"), ("fill_mode", "lower", "const")]
+for _n in ("tile_lower_solve", "tile_lower_solve_inplace"):
+    SIGNATURES[_n] = [("L", _REQUIRED, "value"), ("y", _REQUIRED, "value")]
+for _n in ("tile_upper_solve", "tile_upper_solve_inplace"):
+    SIGNATURES[_n] = [("U", _REQUIRED, "value"), ("z", _REQUIRED, "value")]
+for _n in ("tile_fft", "tile_ifft"):
+    SIGNATURES[_n] = [("inout", _REQUIRED, "value")]
 for _n in ("tile_zeros", "tile_ones", "tile_empty"):
     SIGNATURES[_n] = [("shape", _REQUIRED, "shape"), ("dtype", T.float32, "dtype"), ("storage", "register", "storage")]
 for _n in ("tile_sum", "tile_min", "tile_max", "tile_argmin", "tile_argmax"):
@@ -299,6 +310,8 @@ def _compute(lw, name, a, node):
         return _view(lw, a["t"], a["offset"], a["shape"], node)
     if name == "tile_sort":
         return lw.call(name, [a["keys"], a["values"]], node, discard=True)
+    if name in IN_PLACE or name in LINALG_RESULTS:
+        return _linalg(lw, name, a, node)
     if name == "tile_matmul":
         return _matmul(lw, a, node)
     if name == "tile_dot":
@@ -306,6 +319,18 @@ def _compute(lw, name, a, node):
     if name == "tile_axpy":
         return _axpy(lw, a, node)
     return lw.call(name, [a["a"]], node)  # transpose, scans
+
+
+def _linalg(lw, name, a, node):
+    """Solves, factorisations, FFTs: the tiles are values, ``fill_mode`` the template's ``upper``."""
+    template = ()
+    if "fill_mode" in a:
+        if a["fill_mode"] not in ("lower", "upper"):
+            raise KernelValueError(f"{name}(): fill_mode must be 'lower' or 'upper', got {a['fill_mode']!r}",
+                                   lw.src.loc(node))
+        template = (a["fill_mode"] == "upper",)
+    values = [v for k, v in a.items() if k != "fill_mode"]
+    return lw.call(name, values, node, template, discard=name in IN_PLACE)
 
 
 def _ndim(arr) -> int:

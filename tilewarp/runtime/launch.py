@@ -331,7 +331,7 @@ def _compiled_for(kernel, device, dim, block_dim, backward):
     from .tiled import block_shape, effective_block_dim, uses_tiles
 
     get = kernel.compiled_backward if backward else kernel.compiled
-    if not uses_tiles(kernel):
+    if not uses_tiles(kernel, block_dim if isinstance(block_dim, int) and 0 < block_dim <= 1024 else 0):
         return get(device), block_dim
     block_dim = effective_block_dim(block_dim, device)
     return get(device, block_shape(kernel, dim, block_dim)), block_dim

@@ -14,13 +14,14 @@ from .. import config
 from ..errors import LaunchError
 
 
-def uses_tiles(kernel) -> bool:
-    """Whether ``kernel`` (a concrete specialisation) is emitted per block (cached on it)."""
+def uses_tiles(kernel, block_dim: int = 0) -> bool:
+    """Whether ``kernel`` (a concrete specialisation) is emitted per block (cached on it); ``block_dim``:
+    the launch's, for a kernel whose tile shapes type-check only at that block size."""
     flag = kernel.__dict__.get("_tw_tiles")
     if flag is None:
         from ..block.lanes import uses_tiles as ir_uses_tiles
 
-        flag = kernel._tw_tiles = ir_uses_tiles(kernel.ir)
+        flag = kernel._tw_tiles = ir_uses_tiles(kernel.ir_for(block_dim) if block_dim else kernel.ir)
     return flag
 
 
