@@ -21,6 +21,8 @@ SMALL = {
                       learning_rate=0.2, verbose=False),
     "tile_nbody": dict(num_bodies=256),
     "tile_mlp": dict(resolution=16, iterations_per_frame=2, verbose=False),
+    "tile_ropes": dict(ropes=4, substeps=2),
+    "tile_poisson": dict(),
 }
 
 
@@ -258,6 +260,63 @@ def test_tile_mlp_matches_numpy_and_learns(device):
         np.testing.assert_allclose(g, w, rtol=1e-3, atol=1e-4 * np.abs(w).max())
     losses = [ex.train_step() for _ in range(40)]
     assert np.isfinite(losses).all() and losses[-1] < 0.5 * losses[0]
+
+
+def _rope_substep_float64(ex, x, v):
+    """One projective-dynamics substep of every rope in float64 NumPy: the example's algorithm."""
+    from tile_ropes import ITERATIONS, rope_matrices
+
+    a = rope_matrices(ex.stiffness_values, ex.mass_term, ex.pin, ex.n)
+    y = x + ex.h * v + ex.h**2 * np.array([0.0, -9.81, 0.0])
+    q = y.copy()
+    for _ in range(int(getattr(ITERATIONS, "value", ITERATIONS))):
+        d = np.diff(q, axis=1)
+        p = ex.rest * d / np.linalg.norm(d, axis=-1, keepdims=True) * ex.stiffness_values[:, None, None]
+        rhs = ex.mass_term * y
+        rhs[:, 1:] += p
+        rhs[:, :-1] -= p
+        rhs[:, 0] += ex.pin * ex.anchors
+        q = np.linalg.solve(a, rhs)
+    return q, (q - x) * (0.998 / ex.h)
+
+
+def test_tile_ropes_match_float64_and_hang(device):
+    """A substep against the same projective dynamics in float64 (per-block Cholesky + solves); then
+    the ropes stay pinned, the stiff ones keep their length and all swing down."""
+    ex = example("tile_ropes", device, substeps=1)
+    rng = np.random.default_rng(1)
+    ex.v.assign(rng.normal(0.0, 0.5, ex.v.shape))
+    x0, v0 = ex.x.numpy().astype(np.float64), ex.v.numpy().astype(np.float64)
+    ex.step()
+    want_x, want_v = _rope_substep_float64(ex, x0, v0)
+    np.testing.assert_allclose(ex.x.numpy(), want_x, atol=2e-4)
+    np.testing.assert_allclose(ex.v.numpy(), want_v, atol=2e-4 / ex.h)
+    for _ in range(30):
+        ex.step()
+    x = ex.x.numpy()
+    assert np.all(np.isfinite(x))
+    np.testing.assert_allclose(x[:, 0], ex.anchors, atol=1e-3)
+    assert abs(ex.stretch()[-1] - 1.0) < 0.02  # the stiffest rope
+    assert (x[:, -1, 1] < -0.5).all()  # every free end fell
+
+
+def test_tile_poisson_matches_numpy_fft(device):
+    """The potential against numpy's 2-d FFT of the same charge density; and it solves the equation:
+    the spectral Laplacian of phi is minus the density's fluctuation."""
+    ex = example("tile_poisson", device)
+    for _ in range(3):
+        ex.step()
+    rho = ex.rho.numpy()[..., 0].astype(np.float64)
+    phi = ex.phi.numpy().astype(np.float64)
+    n = ex.n
+    from tile_poisson import green_function
+
+    want = np.real(np.fft.ifft2(np.fft.fft2(rho) * green_function(n) * n * n))
+    np.testing.assert_allclose(phi, want, atol=1e-5 * np.abs(want).max())
+    k = 2.0 * np.pi * np.fft.fftfreq(n, d=1.0 / n)
+    lap = np.real(np.fft.ifft2(-(k[:, None] ** 2 + k[None, :] ** 2) * np.fft.fft2(phi)))
+    np.testing.assert_allclose(lap, -(rho - rho.mean()), atol=1e-4 * np.abs(rho).max())
+    assert np.abs(rho).max() > 0.5  # the charges were deposited
 
 
 @pytest.mark.parametrize("name", sorted(SMALL))
