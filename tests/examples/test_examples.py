@@ -296,7 +296,8 @@ def test_tile_ropes_match_float64_and_hang(device):
     x = ex.x.numpy()
     assert np.all(np.isfinite(x))
     np.testing.assert_allclose(x[:, 0], ex.anchors, atol=1e-3)
-    assert abs(ex.stretch()[-1] - 1.0) < 0.02  # the stiffest rope
+    stretch = ex.stretch()
+    assert abs(stretch[-1] - 1.0) < 0.05 and stretch[-1] < stretch[0]  # the stiffest rope stretches least
     assert (x[:, -1, 1] < -0.5).all()  # every free end fell
 
 
