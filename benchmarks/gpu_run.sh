@@ -22,7 +22,7 @@
 #   examples  the examples gallery on cuda:0 (tilewarp; with warp-lang too after a `warp` step)
 #   joinwarp  join warp-lang (needs .whl2 and a stashed first half): later steps run it side by side
 #   warp      joinwarp, then every benchmark side by side
-#   latests   the tile linear algebra and FFT tests on cuda:0
+#   latests   the tile linear algebra and FFT tests (and their examples) on cuda:0
 #   lasuite   Warp's own Cholesky, solve and FFT tests (no-MathDx files) against tilewarp (cpu + cuda:0)
 #   linalg    tile Cholesky and FFT batches against torch (and warp-lang after `joinwarp`)
 #   warpsuite Warp's own core and tile tests against tilewarp (cpu + cuda:0)
@@ -184,7 +184,8 @@ EOF
     done ;;
   latests)
     TILEWARP_TEST_DEVICES=cuda:0 timeout 300 python -m pytest -q -p no:cacheprovider --tb=short \
-      tests/tiles/test_tile_linalg.py tests/tiles/test_tile_fft.py tests/tiles/test_tiles_doc.py > "$OUT/la_tests.txt" 2>&1
+      tests/tiles/test_tile_linalg.py tests/tiles/test_tile_fft.py tests/tiles/test_tiles_doc.py \
+      tests/examples/test_examples.py -k "linalg or fft or doc or ropes or poisson" > "$OUT/la_tests.txt" 2>&1
     grep -E "^(FAILED|ERROR)|passed|failed|^E  " "$OUT/la_tests.txt" | head -30 ;;
   lasuite)  # Warp's own Cholesky / solve / FFT tests (cpu + cuda:0 variants)
     mkdir -p /tmp/wd && tar xzf .whl_inst/warptests.tgz -C /tmp/wd
