@@ -234,12 +234,14 @@ class Kernel:
 
     def ir_for(self, block_dim: int):
         """The IR for blocks of ``block_dim`` lanes: ``ir`` itself unless it depends on the block size."""
-        try:
-            fn = self.ir
-        except KernelError:  # e.g. a tile(x) of 32 lanes fed to a 32 x 32 solve: fine at block_dim 32 only
-            if block_dim == self.default_block_dim:
-                raise
-            fn = None
+        fn = None
+        if not self.__dict__.get("_tw_default_fails"):
+            try:
+                fn = self.ir
+            except KernelError:  # e.g. a tile(x) of 32 lanes fed to a 32 x 32 solve: fine at block_dim 32 only
+                if block_dim == self.default_block_dim:
+                    raise
+                self._tw_default_fails = True  # (not lowered again at every launch)
         if fn is not None and (not fn.block_dependent or block_dim == self.default_block_dim):
             return fn
         with self._lock:

@@ -271,3 +271,36 @@ def test_bad_input(case, tmp_path):
     with pytest.raises((wp.KernelTypeError, wp.KernelValueError), match=message) as e:
         wp.launch_tiled(m.k, dim=[1], inputs=[wp.zeros((4, 4), dtype=float, device="cpu")], block_dim=4, device="cpu")
     assert src.name in str(e.value)
+
+
+SIMT_SOLVE = '''
+import WP as wp
+
+
+@wp.kernel
+def lane_rhs(f: wp.array2d(dtype=wp.float64), b: wp.array(dtype=wp.float64), x: wp.array(dtype=wp.float64)):
+    i, lane = wp.tid()
+    y = wp.tile(b[lane] * b[lane])  # block_dim lanes: a right-hand side for an 8 x 8 solve at block_dim 8 only
+    z = wp.tile_lower_solve(wp.tile_load(f, shape=(8, 8)), y)
+    x[lane] = wp.untile(z)
+'''
+
+
+def test_shapes_that_fit_only_the_launch_block_size(device):
+    """tile(x) of block_dim lanes as a solve's right-hand side: the kernel type-checks at block_dim 8
+    only (not at the default 256), under a Tape and backwards too."""
+    mod = load_module(SIMT_SOLVE, "tilewarp")
+    rng = np.random.default_rng(7)
+    f, _ = factors(rng, 1, 8)
+    L = np.tril(f[0])
+    b = rng.uniform(0.5, 1.5, 8)
+    F = wp.array(f[0], dtype=wp.float64, device=device, requires_grad=True)
+    B = wp.array(b, dtype=wp.float64, device=device, requires_grad=True)
+    X = wp.zeros(8, dtype=wp.float64, device=device, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(mod.lane_rhs, dim=[1], inputs=[F, B, X], block_dim=8, device=device)
+    np.testing.assert_allclose(X.numpy(), np.linalg.solve(L, b * b), rtol=1e-12)
+    tape.backward(grads={X: wp.ones(8, dtype=wp.float64, device=device)})
+    w = np.linalg.solve(L.T, np.ones(8))
+    np.testing.assert_allclose(B.grad.numpy(), 2.0 * b * w, rtol=1e-10)

@@ -326,12 +326,21 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     return None
 
 
+def _valid_block_dim(block_dim) -> int:
+    return block_dim if isinstance(block_dim, int) and 0 < block_dim <= 1024 else 0
+
+
+def _ir(kernel, block_dim):
+    """The kernel's IR for this launch's block size (some tile shapes type-check at that size only)."""
+    return kernel.ir_for(block_dim) if _valid_block_dim(block_dim) else kernel.ir
+
+
 def _compiled_for(kernel, device, dim, block_dim, backward):
     """``(compiled kernel, block size)``: tile kernels per block shape (runtime/tiled.py)."""
     from .tiled import block_shape, effective_block_dim, uses_tiles
 
     get = kernel.compiled_backward if backward else kernel.compiled
-    if not uses_tiles(kernel, block_dim if isinstance(block_dim, int) and 0 < block_dim <= 1024 else 0):
+    if not uses_tiles(kernel, _valid_block_dim(block_dim)):
         return get(device), block_dim
     block_dim = effective_block_dim(block_dim, device)
     return get(device, block_shape(kernel, dim, block_dim)), block_dim
@@ -345,7 +354,7 @@ def _launch_tracked(kernel, dim, inputs, outputs, device, stream, record_tape, m
     launch(kernel, dim, inputs, outputs, device=device, stream=stream, max_blocks=max_blocks, block_dim=block_dim,
            _tracked=True)
     values = [*inputs, *outputs]
-    read, written = param_access(kernel.specialization_for(values).ir)
+    read, written = param_access(_ir(kernel.specialization_for(values), block_dim))
     for k in written:
         for a in tape_state.arrays_in(values[k]):
             a._bump_version()
@@ -385,7 +394,7 @@ def launch_adjoint(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device
         raise LaunchError(f"wp.launch() needs a @wp.kernel, got {type(kernel).__name__}")
     kernel = kernel.specialization_for(values)
     compiled, block_dim = _compiled_for(kernel, device, dim, block_dim, backward=True)
-    names_ = kernel.ir.param_names
+    names_ = _ir(kernel, block_dim).param_names
     if len(values) != len(names_):
         raise LaunchError(f"kernel takes {len(names_)} argument(s) ({', '.join(names_)}), got {len(values)}")
     grads = [_adjoint_value(v, g, n) for v, g, n in zip(values, grads, names_)]
