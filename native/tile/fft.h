@@ -1,9 +1,11 @@
 // Tile FFT: the unnormalised DFT along a tile's last dimension, in place, each row (every index of
 // the leading dimensions) its own transform. Elements are vec2 (real, imaginary).
 //
-// Power-of-two lengths: iterative radix-2 (a bit-reversal permutation, then log2(N) butterfly
-// stages; the block's lanes share each stage's butterflies over all rows). Other lengths: the
-// direct O(N^2) sum, one row at a time, each lane holding its outputs until all have read the row.
+// Lengths that factor into 2, 3, 4, 5, 7 and 8: Stockham stages (radix 8 first, then 4, 2, ...),
+// each lane transforming R points in registers per butterfly, one barrier pair per stage, no
+// bit-reversal pass; as many rows at a time as the lanes' registers hold. Longer power-of-two rows:
+// in-place radix 2 (a bit-reversal permutation, then log2(N) stages). Other lengths: the direct
+// O(N^2) sum, one row at a time, each lane holding its outputs until all have read the row.
 // Twiddles come from sincospi (CUDA) or double-precision sin/cos (CPU): each one accurate to the
 // element type's precision, none accumulated by recurrence.
 #pragma once
@@ -38,15 +40,113 @@ TW_FUNC int reverse_bits(int i, int bits) {
     for (int b = 0; b < bits; ++b, i >>= 1) r = (r << 1) | (i & 1);
     return r;
 }
+// the radix of the next Stockham stage while m points per transform are still to be combined
+TW_FUNC constexpr int radix_of(int m) {
+    return m % 8 == 0 ? 8 : m % 4 == 0 ? 4 : m % 2 == 0 ? 2 : m % 3 == 0 ? 3 : m % 5 == 0 ? 5 : m % 7 == 0 ? 7 : m;
+}
+// whether m factors into radices of at most 8 (each stage's points then fit a thread's registers)
+TW_FUNC constexpr bool small_factors(int m) { return m == 1 || (radix_of(m) <= 8 && small_factors(m / radix_of(m))); }
+TW_FUNC constexpr int largest_divisor_at_most(int n, int most) {
+    return most >= n ? n : (most <= 1 ? 1 : (n % most == 0 ? most : largest_divisor_at_most(n, most - 1)));
+}
+template <typename V> TW_FUNC V cadd(const V& a, const V& b) {
+    V o;
+    o[0] = a[0] + b[0], o[1] = a[1] + b[1];
+    return o;
+}
+template <typename V> TW_FUNC V csub(const V& a, const V& b) {
+    V o;
+    o[0] = a[0] - b[0], o[1] = a[1] - b[1];
+    return o;
+}
+template <bool Inverse, typename V> TW_FUNC V rot90(const V& a) {  // a * (-i), or a * i for the inverse
+    V o;
+    o[0] = Inverse ? -a[1] : a[1], o[1] = Inverse ? a[0] : -a[0];
+    return o;
+}
+// An R-point DFT in registers, outputs in natural order: radices 2, 4, 8 by hand, 3, 5, 7 directly.
+template <bool Inverse, int R, typename V> TW_FUNC void dft(V (&v)[R]) {
+    typedef decay_t<decltype(V()[0])> Real;
+    if constexpr (R == 2) {
+        const V a = v[0];
+        v[0] = cadd(a, v[1]), v[1] = csub(a, v[1]);
+    } else if constexpr (R == 4) {
+        const V t0 = cadd(v[0], v[2]), t1 = csub(v[0], v[2]), t2 = cadd(v[1], v[3]), t3 = rot90<Inverse>(csub(v[1], v[3]));
+        v[0] = cadd(t0, t2), v[2] = csub(t0, t2), v[1] = cadd(t1, t3), v[3] = csub(t1, t3);
+    } else if constexpr (R == 8) {
+        V e[4] = {v[0], v[2], v[4], v[6]}, o[4] = {v[1], v[3], v[5], v[7]};
+        dft<Inverse>(e);
+        dft<Inverse>(o);
+        const Real h = (Real)0.70710678118654752440;
+        o[1] = mul(o[1], h, Inverse ? h : -h);
+        o[2] = rot90<Inverse>(o[2]);
+        o[3] = mul(o[3], -h, Inverse ? h : -h);
+        for (int k = 0; k < 4; ++k) v[k] = cadd(e[k], o[k]), v[k + 4] = csub(e[k], o[k]);
+    } else {
+        Real c[R], s[R];
+        for (int k = 0; k < R; ++k) twiddle(k, R, Inverse, c[k], s[k]);
+        V out[R];
+        for (int r = 0; r < R; ++r) {
+            V acc = v[0];
+            for (int m = 1; m < R; ++m) acc = cadd(acc, mul(v[m], c[(r * m) % R], s[(r * m) % R]));
+            out[r] = acc;
+        }
+        for (int r = 0; r < R; ++r) v[r] = out[r];
+    }
+}
 }  // namespace fft
+
+// One Stockham stage over G rows from row0 (transforms of N points, Ns already combined): each
+// butterfly reads R points N/R apart, twists them, transforms them in registers and writes them
+// Ns apart into sorted position. Every lane reads all of its points before any lane writes, so the
+// stage runs in place.
+template <bool Inverse, int R, int N, int G, typename X> TW_FUNC void fft_stage(X& t, int row0, int ns) {
+    typedef typename X::value_type V;
+    typedef decay_t<decltype(V()[0])> Real;
+    constexpr int P = X::threads, J = G * (N / R), Q = (J + P - 1) / P;
+    V v[Q][R];
+    for (int q = 0; q < Q; ++q) {
+        const int w = lane_index() + q * P;
+        if (J % P != 0 && w >= J) break;
+        const int base = (row0 + w / (N / R)) * N, j = w % (N / R), k = j % ns;
+        Real c, s;
+        fft::twiddle(k, ns * R, Inverse, c, s);
+        Real wc = 1, ws = 0;
+        for (int r = 0; r < R; ++r) {
+            v[q][r] = fft::mul(t.at(base + j + r * (N / R), base + j + r * (N / R)), wc, ws);
+            const Real nc = wc * c - ws * s;
+            ws = wc * s + ws * c, wc = nc;
+        }
+    }
+    block_sync();
+    for (int q = 0; q < Q; ++q) {
+        const int w = lane_index() + q * P;
+        if (J % P != 0 && w >= J) break;
+        const int base = (row0 + w / (N / R)) * N, j = w % (N / R), k = j % ns, d = (j / ns) * ns * R + k;
+        fft::dft<Inverse>(v[q]);
+        for (int r = 0; r < R; ++r) t.at(base + d + r * ns, base + d + r * ns) = v[q][r];
+    }
+    block_sync();
+}
+template <bool Inverse, int N, int Ns, int G, typename X> TW_FUNC void fft_stages(X& t, int row0) {
+    if constexpr (Ns < N) {
+        constexpr int R = fft::radix_of(N / Ns);
+        fft_stage<Inverse, R, N, G>(t, row0, Ns);
+        fft_stages<Inverse, N, Ns * R, G>(t, row0);
+    }
+}
 
 template <bool Inverse, typename X> TW_FUNC void tile_fft_run(X& t) {
     typedef typename X::value_type V;
     typedef decay_t<decltype(V()[0])> R;
     typedef typename X::shape S;
     constexpr int n = S::extent(S::ndim - 1), rows = X::size / n, P = X::threads;
+    // a thread holds a stage's points of G rows at once: 512 bytes of them on CUDA (registers), 64 KB on the CPU
+    constexpr int most = (TW_IS_CUDA ? 512 : 65536) / (int)sizeof(V), G = fft::largest_divisor_at_most(rows, most * P / n);
     block_sync();
-    if constexpr ((n & (n - 1)) == 0) {
+    if constexpr (fft::small_factors(n) && G * n <= most * P) {
+        for (int row0 = 0; row0 < rows; row0 += G) fft_stages<Inverse, n, 1, G>(t, row0);
+    } else if constexpr ((n & (n - 1)) == 0) {
         constexpr int bits = fft::log2_of(n);
         for (int w = lane_index(); w < rows * n; w += P) {
             const int base = (w / n) * n, i = w % n, j = fft::reverse_bits(i, bits);

@@ -40,6 +40,13 @@ def transforms(x: wp.array3d(dtype=VT), fwd: wp.array3d(dtype=VT), inv: wp.array
 
 
 @wp.kernel
+def long_row(x: wp.array2d(dtype=VT), y: wp.array2d(dtype=VT)):
+    t = wp.tile_load(x, shape=(1, N))
+    wp.tile_ifft(t)
+    wp.tile_store(y, t)
+
+
+@wp.kernel
 def g_spectral(x: wp.array2d(dtype=VT), h: wp.array2d(dtype=VT), out: wp.array2d(dtype=VT)):
     t = wp.tile_load(x, shape=(B0, N))
     wp.tile_fft(t)
@@ -84,6 +91,22 @@ def test_transforms(device, n, block_dim, vt):
     np.testing.assert_allclose(complex_of(outs[1].numpy()), np.fft.ifft(c, axis=-1) * n, atol=tol, err_msg="ifft")
     np.testing.assert_allclose(complex_of(outs[2].numpy()), c * n, atol=tol * n, err_msg="round trip")
     np.testing.assert_allclose(complex_of(row.numpy())[0], np.fft.fft(c[1, 2]), atol=tol, err_msg="1-d")
+
+
+@pytest.mark.parametrize("n, block_dim, vt", [(16384, 64, "wp.vec2f"), (22, 4, "wp.vec2d"), (4096, 1, "wp.vec2d")])
+def test_long_and_prime_factor_rows(device, n, block_dim, vt):
+    """Rows too long for the lanes' registers (in-place radix 2) and lengths with a prime factor
+    above 7 (the direct sum)."""
+    rng = np.random.default_rng(n)
+    mod = module(n, vt)
+    single = vt == "wp.vec2f"
+    wdt = wp.vec2f if single else wp.vec2d
+    x = rng.uniform(-1, 1, (1, n, 2)).astype(np.float32 if single else np.float64)
+    y = wp.zeros((1, n), dtype=wdt, device=device)
+    wp.launch_tiled(mod.long_row, dim=[1], inputs=[wp.array(x, dtype=wdt, device=device), y], block_dim=block_dim,
+                    device=device)
+    want = np.fft.ifft(complex_of(x.astype(np.float64)), axis=-1) * n
+    np.testing.assert_allclose(complex_of(y.numpy()), want, atol=(3e-6 if single else 1e-12) * n)
 
 
 @pytest.mark.parametrize("n, block_dim", [(8, 4), (6, 1)])
