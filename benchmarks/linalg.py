@@ -8,7 +8,7 @@ Cholesky: float32 SPD matrices, one a block (``tile_cholesky``), against ``torch
 of the whole batch. FFT: rows of complex64 points, one a block (``tile_fft`` of a (1, N) tile),
 against ``torch.fft.fft`` along the rows. Each batch is about 64 MB; the ms are per batch and each
 answer is checked against NumPy. Warp runs its default paths (cuSolverDx / cuFFTDx where its build
-has MathDx).
+has MathDx), its FFTs with 2 to 16 points a thread (cuFFTDx's range: block_dim N/16 at least).
 """
 from __future__ import annotations
 
@@ -22,18 +22,23 @@ import time
 
 import numpy as np
 
-KERNELS = '''
+HEADER = '''
 import {module} as wp
 
 N = wp.constant({n})
-
+'''
+# one kernel a module: Warp compiles a module's kernels together, and an FFT size its cuFFTDx
+# rejects would fail the Cholesky beside it
+KERNELS = {
+    "cholesky": '''
 
 @wp.kernel
 def cholesky(a: wp.array3d(dtype=float), out: wp.array3d(dtype=float)):
     i = wp.tid()
     t = wp.tile_load(a[i], shape=(N, N), storage="shared")
     wp.tile_store(out[i], wp.tile_cholesky(t))
-
+''',
+    "fft": '''
 
 @wp.kernel
 def fft(x: wp.array2d(dtype=wp.vec2f), y: wp.array2d(dtype=wp.vec2f)):
@@ -41,7 +46,8 @@ def fft(x: wp.array2d(dtype=wp.vec2f), y: wp.array2d(dtype=wp.vec2f)):
     t = wp.tile_load(x, shape=(1, N), offset=(i, 0))
     wp.tile_fft(t)
     wp.tile_store(y, t, offset=(i, 0))
-'''
+''',
+}
 BATCH_BYTES = 64 << 20
 
 
@@ -98,7 +104,7 @@ def bench(module, kind, n, block_dim, device, d):
         return _timed(run, torch.cuda.synchronize), float("nan"), error(out)
     wp = importlib.import_module(module)
     wp.config.quiet = True
-    k = _load(module, KERNELS.format(module=module, n=n), d)
+    k = _load(module, HEADER.format(module=module, n=n) + KERNELS[kind], d)
     if kind == "cholesky":
         src = wp.array(data, dtype=float, device=device)
         dst = wp.zeros(data.shape, dtype=float, device=device)
@@ -106,6 +112,8 @@ def bench(module, kind, n, block_dim, device, d):
         src = wp.array(data, dtype=wp.vec2f, device=device)
         dst = wp.zeros(data.shape[:2], dtype=wp.vec2f, device=device)
     kernel = getattr(k, kind)
+    if module == "warp" and kind == "fft":  # cuFFTDx wants 2 to 16 points a thread
+        block_dim = min(max(block_dim, n // 16), n // 2)
     run = lambda: wp.launch_tiled(kernel, dim=[data.shape[0]], inputs=[src, dst], block_dim=block_dim,  # noqa: E731
                                   device=device)
     t0 = time.perf_counter()
