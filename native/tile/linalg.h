@@ -26,25 +26,32 @@ template <typename D, typename X> TW_FUNC void copy(D& out, const X& src) {
 }  // namespace la
 
 // ---- Cholesky: A = L L^T, column by column (each column's rows in parallel) --------------------
+// One barrier a column: every lane works the pivot out itself (reading the finished row j), and
+// the pivot's own element, which no later column reads, is written a step late, when no lane
+// reads it any more.
 template <bool Upper, typename X> TW_FUNC void cholesky_in_place(X& a) {
     typedef typename X::value_type T;
     constexpr int n = X::shape::extent(0);
+    T previous = T(0);
     for (int j = 0; j < n; ++j) {
-        T d = la::at<Upper>(a, j, j);  // every lane works the pivot out itself: no broadcast step
+        T d = la::at<Upper>(a, j, j);
         for (int k = 0; k < j; ++k) d -= la::at<Upper>(a, j, k) * la::at<Upper>(a, j, k);
         d = sqrt(d);
-        block_sync();  // all have read the pivot before its lane overwrites it
-        for (int i = j + lane_index(); i < n; i += X::threads) {
-            if (i == j) {
-                la::at<Upper>(a, j, j) = d;
+        for (int w = lane_index(); w < n - j; w += X::threads) {
+            if (w == 0) {  // the previous column's pivot
+                if (j > 0) la::at<Upper>(a, j - 1, j - 1) = previous;
                 continue;
             }
+            const int i = j + w;
             T s = la::at<Upper>(a, i, j);
             for (int k = 0; k < j; ++k) s -= la::at<Upper>(a, i, k) * la::at<Upper>(a, j, k);
             la::at<Upper>(a, i, j) = s / d;
         }
+        previous = d;
         block_sync();
     }
+    if (lane_index() == 0) la::at<Upper>(a, n - 1, n - 1) = previous;
+    block_sync();
 }
 // Keep the triangle the mode reads, zero the other (the factor's zeros are part of its result).
 template <bool Upper, typename D, typename X> TW_FUNC void keep_triangle(D& out, const X& a) {
