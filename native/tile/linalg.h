@@ -26,52 +26,74 @@ template <typename D, typename X> TW_FUNC void copy(D& out, const X& src) {
 }  // namespace la
 
 // ---- Cholesky: A = L L^T, column by column (each column's rows in parallel) --------------------
-// One barrier a column: every lane works the pivot out itself (reading the finished row j), and
-// the pivot's own element, which no later column reads, is written a step late, when no lane
-// reads it any more.
+// Lane t owns rows t, t + P, ... for the whole factorisation: it keeps their sums of squares and,
+// having finished row j + 1's last element, writes the next pivot itself; so a column costs one
+// barrier and each lane reads the pivot row and its own rows, nothing twice.
 template <bool Upper, typename X> TW_FUNC void cholesky_in_place(X& a) {
     typedef typename X::value_type T;
-    constexpr int n = X::shape::extent(0);
-    T previous = T(0);
-    for (int j = 0; j < n; ++j) {
-        T d = la::at<Upper>(a, j, j);
-        for (int k = 0; k < j; ++k) d -= la::at<Upper>(a, j, k) * la::at<Upper>(a, j, k);
-        d = sqrt(d);
-        for (int w = lane_index(); w < n - j; w += X::threads) {
-            if (w == 0) {  // the previous column's pivot
-                if (j > 0) la::at<Upper>(a, j - 1, j - 1) = previous;
-                continue;
-            }
-            const int i = j + w;
+    constexpr int n = X::shape::extent(0), P = X::threads, R = (n + P - 1) / P;
+    T sumsq[R];
+    for (int q = 0; q < R; ++q) sumsq[q] = T(0);
+    if (lane_index() == 0) la::at<Upper>(a, 0, 0) = sqrt(la::at<Upper>(a, 0, 0));
+    block_sync();
+    for (int j = 0; j + 1 < n; ++j) {
+        const T d = la::at<Upper>(a, j, j);
+        for (int q = 0; q < R; ++q) {
+            const int i = lane_index() + q * P;
+            if (i <= j || i >= n) continue;
             T s = la::at<Upper>(a, i, j);
             for (int k = 0; k < j; ++k) s -= la::at<Upper>(a, i, k) * la::at<Upper>(a, j, k);
-            la::at<Upper>(a, i, j) = s / d;
+            const T l = s / d;
+            la::at<Upper>(a, i, j) = l;
+            sumsq[q] += l * l;
+            if (i == j + 1) la::at<Upper>(a, i, i) = sqrt(la::at<Upper>(a, i, i) - sumsq[q]);
         }
-        previous = d;
         block_sync();
     }
-    if (lane_index() == 0) la::at<Upper>(a, n - 1, n - 1) = previous;
+}
+// On CUDA the factorisation runs on the upper orientation (row i of the factor is column i in
+// memory): a column's rows, one per lane, are then consecutive words; in row-major order they
+// would be a row apart, all in one shared-memory bank. On the CPU rows are the cache-friendly way.
+template <bool Upper> struct cholesky_layout {
+    static constexpr bool flip = TW_IS_CUDA && !Upper;  // factor the transpose, transpose back
+};
+template <typename X> TW_FUNC void transpose_in_place(X& a) {
+    constexpr int n = X::shape::extent(0);
+    for (int w = lane_index(); w < n * n; w += X::threads) {
+        const int i = w / n, j = w % n;
+        if (i < j) {
+            const auto x = la::at<false>(a, i, j);
+            la::at<false>(a, i, j) = la::at<false>(a, j, i);
+            la::at<false>(a, j, i) = x;
+        }
+    }
     block_sync();
 }
-// Keep the triangle the mode reads, zero the other (the factor's zeros are part of its result).
-template <bool Upper, typename D, typename X> TW_FUNC void keep_triangle(D& out, const X& a) {
+// Keep the triangle the mode reads, zero the other (the factor's zeros are part of its result);
+// with Flip, write it transposed.
+template <bool Upper, bool Flip, typename D, typename X> TW_FUNC void keep_triangle(D& out, const X& a) {
     typedef typename D::value_type T;
     constexpr int n = D::shape::extent(0);
     for (int e = lane_index(); e < n * n; e += D::threads) {
         const int i = e / n, j = e % n;
-        la::el(out, e) = (Upper ? j >= i : i >= j) ? T(la::el(a, e)) : T(0);
+        la::el(out, e) = (Upper || Flip ? j >= i : i >= j) ? T(la::at<Flip>(a, i, j)) : T(0);
     }
     block_sync();
 }
 template <bool Upper, typename D, typename X> TW_FUNC void tile_cholesky(D& out, const X& a) {
+    constexpr bool flip = cholesky_layout<Upper>::flip;
     block_sync();
-    keep_triangle<Upper>(out, a);
-    cholesky_in_place<Upper>(out);
+    keep_triangle<Upper, flip>(out, a);
+    cholesky_in_place<Upper || flip>(out);
+    if (flip) transpose_in_place(out);
 }
 template <bool Upper, typename X> TW_FUNC void tile_cholesky_inplace(X& a) {
+    constexpr bool flip = cholesky_layout<Upper>::flip;
     block_sync();
-    keep_triangle<Upper>(a, a);
-    cholesky_in_place<Upper>(a);
+    if (flip) transpose_in_place(a);
+    keep_triangle<Upper || flip, false>(a, a);
+    cholesky_in_place<Upper || flip>(a);
+    if (flip) transpose_in_place(a);
 }
 // The adjoint, in place on the result's adjoint `g` (the caller clears it afterwards): the reverse
 // of the factorisation column by column (I. Murray, "Differentiation of the Cholesky decomposition",
