@@ -25,6 +25,7 @@
 #   latests   the tile linear algebra and FFT tests (and their examples) on cuda:0
 #   lasuite   Warp's own Cholesky, solve and FFT tests (no-MathDx files) against tilewarp (cpu + cuda:0)
 #   linalg    tile Cholesky and FFT batches against torch (and warp-lang after `joinwarp`)
+#   lancu     Nsight Compute of the Cholesky and FFT benchmark kernels
 #   warpsuite Warp's own core and tile tests against tilewarp (cpu + cuda:0)
 #   mmsuite   Warp's own tile_matmul test files only (cpu + cuda:0)
 set -uo pipefail
@@ -200,6 +201,11 @@ EOF
     for bd in 32 128; do echo "-- block_dim $bd"
       timeout 150 python -m benchmarks.linalg --device cuda:0 --modules tilewarp --block_dim $bd 2>&1 | grep -v "^problem"
     done | tee "$OUT/linalg_block_dims.txt" ;;
+  lancu)  # Nsight Compute of the tile Cholesky (64 x 64) and FFT (1024 points) benchmark kernels
+    M="--section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis"
+    timeout 200 ncu --clock-control none -k regex:"^(cholesky|fft)_" --launch-skip 1 --launch-count 1 $M \
+      python -m benchmarks.linalg --device cuda:0 --modules tilewarp --cholesky 64 --fft 1024 > "$OUT/ncu_linalg.txt" 2>&1
+    grep -E "^  [a-z_0-9]+ \(|Duration|DRAM Throughput|Achieved Occupancy|Theoretical Occupancy|Block Limit|Registers Per|Dynamic Shared|Static Shared|Grid Size|Block Size|Warp Cycles Per Issued|Stall|No Eligible|L1/TEX Hit|Bank" "$OUT/ncu_linalg.txt" | head -70 ;;
   mmsuite)  # Warp's own tile_matmul tests (cpu + cuda:0 variants)
     mkdir -p /tmp/wd && tar xzf .whl_inst/warptests.tgz -C /tmp/wd
     for f in tile/test_tile_matmul_no_mathdx.py tile/test_tile_matmul_strides.py tile/test_tile_matmul.py; do

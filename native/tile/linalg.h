@@ -41,9 +41,12 @@ template <bool Upper, typename X> TW_FUNC void cholesky_in_place(X& a) {
         for (int q = 0; q < R; ++q) {
             const int i = lane_index() + q * P;
             if (i <= j || i >= n) continue;
-            T s = la::at<Upper>(a, i, j);
-            for (int k = 0; k < j; ++k) s -= la::at<Upper>(a, i, k) * la::at<Upper>(a, j, k);
-            const T l = s / d;
+            T s[4] = {la::at<Upper>(a, i, j), T(0), T(0), T(0)};  // four chains: the FMAs overlap
+            int k = 0;
+            for (; k + 4 <= j; k += 4)
+                for (int u = 0; u < 4; ++u) s[u] -= la::at<Upper>(a, i, k + u) * la::at<Upper>(a, j, k + u);
+            for (; k < j; ++k) s[0] -= la::at<Upper>(a, i, k) * la::at<Upper>(a, j, k);
+            const T l = ((s[0] + s[1]) + (s[2] + s[3])) / d;
             la::at<Upper>(a, i, j) = l;
             sumsq[q] += l * l;
             if (i == j + 1) la::at<Upper>(a, i, i) = sqrt(la::at<Upper>(a, i, i) - sumsq[q]);
