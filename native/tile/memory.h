@@ -235,6 +235,18 @@ TW_FUNC void tile_store(const array_t<T, D>& a, const X& t, I... i) {
             for (int c = 0; c < n; ++c) p[c] = t.at(e0 + c, e0 + c);
         }))
         return;
+#else
+    if constexpr (X::shared && TW_TILE_REGS(X::size, X::threads) > 4) {
+        // from memory, a few elements at a time: unrolled over the whole tile, every element's
+        // address would be worked out up front (a 64 x 64 tile on 64 threads took 255 registers)
+#pragma unroll 4
+        for (int e = lane_index(); e < X::size; e += X::threads) {
+            T* p;
+            if (detail::tile_place<typename X::shape, X::threads>(a, a.data, o, e / X::threads, e, p))
+                *p = t.at(e / X::threads, e);
+        }
+        return;
+    }
 #endif
     TW_FOR_OWNED(X::size, X::threads, r, e) {
         T* p;
