@@ -31,10 +31,12 @@ _VALUE_FREE = {"tile_store", "tile_atomic_add", "tile_sum", "tile_extract", "til
                *(f"_tile_element_{op}" for op in ("set", "add", "sub"))}
 
 
-def check_in_place_changes(fn: ir.Function):
+def in_place_snapshots(fn: ir.Function) -> dict:
     """The reverse pass sees a tile that an operation changes in place (tile_fft, tile_assign, t[i] = x)
-    only as it ends up. Refuse, naming both lines, where an adjoint would need its value from before
-    the change: a reader that runs earlier, or in the same loop (an earlier iteration's change)."""
+    only as it ends up. Where an adjoint of an earlier reader needs the value from before the change,
+    a block-level change outside loops saves the tile in the replay and puts it back after its own
+    adjoint: id(statement) -> the tile to save. Element writes, and changes inside a loop (each
+    iteration would need its own copy), raise instead, naming both lines."""
     order = []
 
     def walk(stmts, loops):
@@ -53,6 +55,8 @@ def check_in_place_changes(fn: ir.Function):
     for s, _ in order:
         if isinstance(s.op, ir.Call) and s.op.builtin.name in VIEWS:
             roots[id(s.dst)] = roots.get(id(s.op.args[0]), id(s.op.args[0]))
+    values = {id(v): v for v in fn.values}
+    snapshots = {}
     for k, (s, loops) in enumerate(order):
         b = s.op.builtin if isinstance(s.op, ir.Call) else None
         if b is None or b.name not in MUTATES or not b.differentiable or not carries_gradient(s.op.args[0].type):
@@ -61,12 +65,17 @@ def check_in_place_changes(fn: ir.Function):
         for j, (t, t_loops) in enumerate(order):
             if t is s or not isinstance(t.op, ir.Call) or t.op.builtin.name in _VALUE_FREE:
                 continue
-            if (j < k or loops & t_loops) and any(roots.get(id(a), id(a)) == target for a in t.op.args):
-                where = "in the same loop" if j > k else "before"
-                what = "an element write (t[i] = x)" if b.name.startswith("_") else f"wp.{b.name}()"
-                raise AutodiffError(f"{what} changes a tile in place that line {getattr(t.loc, 'line', '?')} reads {where}, "
-                                    f"and that line's gradient needs the value from before the change: change a "
-                                    f"copy of the tile instead (e.g. load it again)", s.loc)
+            if not ((j < k or loops & t_loops) and any(roots.get(id(a), id(a)) == target for a in t.op.args)):
+                continue
+            if not loops and not b.name.startswith("_") and target in values:
+                snapshots[id(s)] = values[target]
+                break
+            where = "in the same loop" if j > k else "before"
+            what = "an element write (t[i] = x)" if b.name.startswith("_") else f"wp.{b.name}() in a loop"
+            raise AutodiffError(f"{what} changes a tile in place that line {getattr(t.loc, 'line', '?')} reads "
+                                f"{where}, and that line's gradient needs the value from before the change: "
+                                f"change a copy of the tile instead (e.g. load it again)", s.loc)
+    return snapshots
 
 
 class BlockAdjointPrinter(LaneGrouping, AdjointPrinter):
@@ -78,7 +87,7 @@ class BlockAdjointPrinter(LaneGrouping, AdjointPrinter):
                             body=prep.body, is_kernel=True, values=prep.values, loc=fn.loc)
         self.whole = whole
         self.lanes = analyse(whole, shape.uniform_tids)
-        check_in_place_changes(whole)
+        self.snapshots = in_place_snapshots(whole)
         self._layout(choose(whole))
         self.lane_loops: set = set()
 
@@ -98,7 +107,18 @@ class BlockAdjointPrinter(LaneGrouping, AdjointPrinter):
             if T.is_tile(v.type) and id(v) in shared and carries_gradient(v.type) and id(v) not in self.storage.views:
                 self.adj_storage.offsets[id(v)] = offset
                 offset += -(-tile_bytes(v.type) // ALIGN) * ALIGN
+        self.snapshot_at = {}  # id(statement) -> the byte offset of its saved tile
+        for sid, v in self.snapshots.items():
+            self.snapshot_at[sid] = offset
+            offset += -(-tile_bytes(v.type) // ALIGN) * ALIGN
         self.bytes = offset
+
+    def _snapshot(self, s, save: bool) -> str:
+        """Copy the tile statement ``s`` changes in place into its saved bytes (``save``) or back."""
+        v = self.snapshots[id(s)]
+        t = v.type
+        copy = f"tw::tile_copy(tw_saved, {names.value(v)})" if save else f"tw::tile_copy({names.value(v)}, tw_saved)"
+        return f"{{ {tile_cpp(t, True)} tw_saved{{({t.dtype._cpp_}*)(tw_smem + {self.snapshot_at[id(s)]})}}; {copy}; }}"
 
     def carried_value(self, c) -> str:
         if T.is_tile(c.type):
@@ -167,6 +187,8 @@ class BlockAdjointPrinter(LaneGrouping, AdjointPrinter):
     def replay_Assign(self, s: ir.Assign):
         op, dst = s.op, s.dst
         if isinstance(op, ir.Call) and op.builtin.name in MUTATES:  # tiles changed in place: redone
+            if id(s) in self.snapshots:  # saved first: an earlier reader's adjoint needs the old value
+                self.line(self._snapshot(s, save=True))
             self.line(expression(op, args=self.call_args(op)) + ";")
             return
         if dst is not None and T.is_tile(dst.type):
@@ -190,6 +212,8 @@ class BlockAdjointPrinter(LaneGrouping, AdjointPrinter):
         into = isinstance(op, ir.Call) and op.builtin.name in INTO
         if not into and not (dst is not None and T.is_tile(dst.type) and isinstance(op, ir.Copy)):
             super().reverse_Assign(s)
+            if id(s) in self.snapshots:  # the tile as the statements before this one left it
+                self.line(self._snapshot(s, save=False))
             return
         if not carries_gradient(dst.type):
             return
