@@ -15,12 +15,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import statistics
-import sys
 import tempfile
 import time
 
 import numpy as np
+
+from .matmul import load_text, timed
 
 HEADER = '''
 import {module} as wp
@@ -51,30 +51,6 @@ def fft(x: wp.array2d(dtype=wp.vec2f), y: wp.array2d(dtype=wp.vec2f)):
 BATCH_BYTES = 64 << 20
 
 
-def _load(module, text, d):
-    name = f"bench_linalg_{module}_{abs(hash(text)) % 10**8}"
-    with open(os.path.join(d, name + ".py"), "w") as f:
-        f.write(text)
-    sys.path.insert(0, d)
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.remove(d)
-
-
-def _timed(fn, sync, iters=20):
-    fn()
-    sync()
-    ts = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(iters):
-            fn()
-        sync()
-        ts.append((time.perf_counter() - t0) / iters)
-    return statistics.median(ts)
-
-
 def problem(kind, n):
     rng = np.random.default_rng(n)
     if kind == "cholesky":
@@ -101,10 +77,10 @@ def bench(module, kind, n, block_dim, device, d):
             t = torch.view_as_complex(torch.tensor(data, device="cuda"))
             run = lambda: torch.fft.fft(t, dim=-1)  # noqa: E731
             out = torch.view_as_real(run()).cpu().numpy()
-        return _timed(run, torch.cuda.synchronize), float("nan"), error(out)
+        return timed(run, torch.cuda.synchronize, 20), float("nan"), error(out)
     wp = importlib.import_module(module)
     wp.config.quiet = True
-    k = _load(module, HEADER.format(module=module, n=n) + KERNELS[kind], d)
+    k = load_text(module, HEADER.format(module=module, n=n) + KERNELS[kind], d, prefix="bench_linalg")
     if kind == "cholesky":
         src = wp.array(data, dtype=float, device=device)
         dst = wp.zeros(data.shape, dtype=float, device=device)
@@ -120,7 +96,7 @@ def bench(module, kind, n, block_dim, device, d):
     run()
     wp.synchronize_device(device)
     first = time.perf_counter() - t0
-    return _timed(run, lambda: wp.synchronize_device(device)), first, error(dst.numpy())
+    return timed(run, lambda: wp.synchronize_device(device), 20), first, error(dst.numpy())
 
 
 def main(argv=None):

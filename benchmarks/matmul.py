@@ -43,8 +43,9 @@ def gemm(a: wp.array2d(dtype=wp.{ab}), b: wp.array2d(dtype=wp.{ab}), c: wp.array
 '''
 
 
-def _load(module, text, d):
-    name = f"bench_gemm_{module}_{abs(hash(text)) % 10**8}"
+def load_text(module, text, d, prefix="bench_gemm"):
+    """``text`` as a fresh Python module written under ``d`` (new kernel objects, cold caches)."""
+    name = f"{prefix}_{module}_{abs(hash(text)) % 10**8}"
     path = os.path.join(d, name + ".py")
     with open(path, "w") as f:
         f.write(text)
@@ -55,7 +56,8 @@ def _load(module, text, d):
         sys.path.remove(d)
 
 
-def _timed(fn, sync, iters=10):
+def timed(fn, sync, iters=10):
+    """Median seconds per call of ``fn`` over 5 rounds of ``iters`` (after one warm-up call)."""
     fn()
     sync()
     ts = []
@@ -77,7 +79,7 @@ def bench(module, dtype, n, tile, block_dim, device, d):
     if module == "torch":
         import torch
         ta, tb = torch.tensor(a, device="cuda"), torch.tensor(b, device="cuda")
-        s = _timed(lambda: ta @ tb, torch.cuda.synchronize)
+        s = timed(lambda: ta @ tb, torch.cuda.synchronize)
         return s, float("nan"), None
     wp = importlib.import_module(module.split(":")[0])
     wp.config.quiet = True
@@ -85,14 +87,14 @@ def bench(module, dtype, n, tile, block_dim, device, d):
         wp.config.enable_mathdx_gemm = module == "tilewarp:mathdx"
     variant, module = module.replace(":", "_"), module.split(":")[0]
     text = KERNEL.format(module=module, tm=tm, tn=tn, tk=tk, ab=dtype, acc=acc)
-    k = _load(variant, text, d)
+    k = load_text(variant, text, d)
     wa, wb = wp.array(a, device=device), wp.array(b, device=device)
     wc = wp.zeros((n, n), dtype=getattr(wp, acc), device=device)
     t0 = time.perf_counter()
     wp.launch_tiled(k.gemm, dim=(n // tm, n // tn), inputs=[wa, wb, wc], block_dim=block_dim, device=device)
     wp.synchronize_device(device)
     first = time.perf_counter() - t0
-    s = _timed(lambda: wp.launch_tiled(k.gemm, dim=(n // tm, n // tn), inputs=[wa, wb, wc], block_dim=block_dim,
+    s = timed(lambda: wp.launch_tiled(k.gemm, dim=(n // tm, n // tn), inputs=[wa, wb, wc], block_dim=block_dim,
                                        device=device), lambda: wp.synchronize_device(device))
     m = min(n, 512)  # check a corner against float64
     want = a[:m].astype(np.float64) @ b[:, :m].astype(np.float64)
