@@ -51,7 +51,7 @@ class LaunchError(TileWarpError):
 
 class KernelRuntimeError(TileWarpError):
     """A check failed while a kernel ran (debug mode or ``wp.config.verify_fp``), raised after the
-    launch. ``kind`` is ``"bounds"``, ``"indexed"``, ``"assert"``, ``"native"`` or ``"nonfinite"``;
+    launch. ``kind`` is ``"bounds"``, ``"indexed"``, ``"assert"``, ``"native"``, ``"nonfinite"`` or ``"not_spd"``;
     ``kernel``, ``array`` (the parameter name), ``index``, ``dim`` and ``extent`` say what failed,
     and ``loc`` where in the user's source (the message starts with its ``file:line:col``)."""
 

@@ -83,6 +83,7 @@ enum error_code : int32_t {
     ERR_INDEXED = 4,  // an indexedarray's index array maps `index` outside its data array's `extent`
     ERR_DIVZERO = 5,  // an integer `/`, `%` or `//` by zero
     ERR_NULL = 6,     // a read or write of a null array (None passed for it)
+    ERR_NOT_SPD = 7,  // tile_cholesky: pivot `index` of `extent` not positive (the matrix is not SPD)
 };
 
 struct error_state_t {

@@ -29,12 +29,21 @@ template <typename D, typename X> TW_FUNC void copy(D& out, const X& src) {
 // Lane t owns rows t, t + P, ... for the whole factorisation: it keeps their sums of squares and,
 // having finished row j + 1's last element, writes the next pivot itself; so a column costs one
 // barrier and each lane reads the pivot row and its own rows, nothing twice.
+// The square root of pivot j; a debug build reports one that is not positive (release: NaN / inf).
+template <typename T> TW_FUNC T pivot_root(T x, int j, int n) {
+#if defined(TW_DEBUG)
+    if (!(x > T(0))) report_error(ERR_NOT_SPD, -1, -1, 0, j, n);
+#else
+    (void)j, (void)n;
+#endif
+    return sqrt(x);
+}
 template <bool Upper, typename X> TW_FUNC void cholesky_in_place(X& a) {
     typedef typename X::value_type T;
     constexpr int n = X::shape::extent(0), P = X::threads, R = (n + P - 1) / P;
     T sumsq[R];
     for (int q = 0; q < R; ++q) sumsq[q] = T(0);
-    if (lane_index() == 0) la::at<Upper>(a, 0, 0) = sqrt(la::at<Upper>(a, 0, 0));
+    if (lane_index() == 0) la::at<Upper>(a, 0, 0) = pivot_root(la::at<Upper>(a, 0, 0), 0, n);
     block_sync();
     for (int j = 0; j + 1 < n; ++j) {
         const T d = la::at<Upper>(a, j, j);
@@ -49,7 +58,7 @@ template <bool Upper, typename X> TW_FUNC void cholesky_in_place(X& a) {
             const T l = ((s[0] + s[1]) + (s[2] + s[3])) / d;
             la::at<Upper>(a, i, j) = l;
             sumsq[q] += l * l;
-            if (i == j + 1) la::at<Upper>(a, i, i) = sqrt(la::at<Upper>(a, i, i) - sumsq[q]);
+            if (i == j + 1) la::at<Upper>(a, i, i) = pivot_root(la::at<Upper>(a, i, i) - sumsq[q], i, n);
         }
         block_sync();
     }

@@ -304,3 +304,37 @@ def test_shapes_that_fit_only_the_launch_block_size(device):
     tape.backward(grads={X: wp.ones(8, dtype=wp.float64, device=device)})
     w = np.linalg.solve(L.T, np.ones(8))
     np.testing.assert_allclose(B.grad.numpy(), 2.0 * b * w, rtol=1e-10)
+
+
+NOT_SPD = '''
+import WP as wp
+
+
+@wp.kernel(module="unique", module_options={"mode": "debug"})
+def checked(a: wp.array2d(dtype=wp.float64), out: wp.array2d(dtype=wp.float64)):
+    m = wp.tile_load(a, shape=(4, 4))
+    wp.tile_store(out, wp.tile_cholesky(m))
+
+
+@wp.kernel
+def unchecked(a: wp.array2d(dtype=wp.float64), out: wp.array2d(dtype=wp.float64)):
+    m = wp.tile_load(a, shape=(4, 4))
+    wp.tile_store(out, wp.tile_cholesky(m))
+'''
+
+
+def test_not_positive_definite(device):
+    """A debug build names the pivot and the user's line; a release build gives NaN, as Warp."""
+    mod = load_module(NOT_SPD, "tilewarp")
+    a = np.eye(4)
+    a[2, 2] = -1.0
+    out = wp.zeros((4, 4), dtype=wp.float64, device=device)
+    A = wp.array(a, dtype=wp.float64, device=device)
+    wp.launch_tiled(mod.unchecked, dim=[1], inputs=[A, out], block_dim=8, device=device)
+    assert np.isnan(out.numpy()[2, 2])
+    with pytest.raises(wp.KernelRuntimeError, match="pivot 2 of 4 not positive") as e:
+        wp.launch_tiled(mod.checked, dim=[1], inputs=[A, out], block_dim=8, device=device)
+    assert e.value.kind == "not_spd" and "wp.tile_cholesky(m)" in e.value.loc.text
+    wp.launch_tiled(mod.checked, dim=[1], inputs=[wp.array(np.eye(4) * 4.0, dtype=wp.float64, device=device), out],
+                    block_dim=8, device=device)
+    np.testing.assert_allclose(out.numpy(), np.eye(4) * 2.0)

@@ -16,7 +16,7 @@ from .. import types as T
 from ..errors import KernelRuntimeError
 from ..ir import nodes as ir
 
-ERR_BOUNDS, ERR_ASSERT, ERR_NAN, ERR_INDEXED, ERR_DIVZERO, ERR_NULL = 1, 2, 3, 4, 5, 6
+ERR_BOUNDS, ERR_ASSERT, ERR_NAN, ERR_INDEXED, ERR_DIVZERO, ERR_NULL, ERR_NOT_SPD = 1, 2, 3, 4, 5, 6, 7
 
 
 class ErrorState(ctypes.Structure):
@@ -104,6 +104,12 @@ class DebugChecks:
                 f"{s.index} of a tilewarp header", kind="native", kernel=self.kernel, loc=loc)
         if s.code == ERR_ASSERT:
             return KernelRuntimeError(f"{head}: assertion failed", kind="assert", kernel=self.kernel, loc=loc)
+        if s.code == ERR_NOT_SPD:
+            calls = [x for x in ir.walk(self.fn.body) if isinstance(x, ir.Assign) and isinstance(x.op, ir.Call)
+                     and x.op.builtin.name in ("tile_cholesky", "tile_cholesky_inplace")]
+            return KernelRuntimeError(f"{head}: tile_cholesky() met pivot {s.index} of {s.extent} not positive: the "
+                                      "matrix is not symmetric positive definite (release builds give NaN)",
+                                      kind="not_spd", kernel=self.kernel, loc=calls[0].loc if calls else loc)
         if s.code == ERR_DIVZERO:
             return KernelRuntimeError(f"{head}: integer division or modulo by zero (release builds give 0)",
                                       kind="divzero", kernel=self.kernel, loc=loc)
