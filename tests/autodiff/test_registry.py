@@ -38,8 +38,10 @@ def test_every_differentiable_builtin_is_gradient_tested():
         if name in ELSEWHERE:
             assert "grad" in (HERE.parent / ELSEWHERE[name]).read_text(), name
             continue
-        if name.startswith("tile") or name == "untile":  # tile ops: tests/tiles/test_tile_grads.py
-            tiles = (HERE.parent / "tiles" / "test_tile_grads.py").read_text()
+        if name.startswith("tile") or name == "untile":  # tile ops: tests/tiles/test_tile_grads.py, and the
+            # linear algebra and FFT files (their gradcheck kernels)
+            tiles = "".join((HERE.parent / "tiles" / f).read_text()
+                            for f in ("test_tile_grads.py", "test_tile_linalg.py", "test_tile_fft.py"))
             if not re.search(TILE_SYNTAX.get(name, rf"\b(wp\.)?{name}\("), tiles):
                 untested.append(name)
             continue
