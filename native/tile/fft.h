@@ -28,6 +28,38 @@ template <typename R> TW_FUNC void twiddle(int k, int n, bool inverse, R& c, R& 
 #endif
     if (!inverse) s = -s;
 }
+// The twiddles of one stage, asked for k = 0, 1, 2, ... in turn on the CPU (its one lane walks
+// the butterflies in order): there each is the last one rotated by a step, in double, or the same
+// again, and worked out afresh at every 64th and at each wrap to 0, so a row costs few sin/cos (they were most of a
+// CPU FFT's time). CUDA lanes jump by the lane count between butterflies: each is worked out
+// directly (sincospi).
+template <typename R> struct twiddles {
+    int n;
+    bool inverse;
+#if !TW_IS_CUDA
+    int last = -2;
+    double c = 1, s = 0, step_c = 1, step_s = 0;
+#endif
+    TW_FUNC twiddles(int n_, bool inverse_) : n(n_), inverse(inverse_) {
+#if !TW_IS_CUDA
+        twiddle(1, n, inverse, step_c, step_s);
+#endif
+    }
+    TW_FUNC void at(int k, R& out_c, R& out_s) {
+#if !TW_IS_CUDA
+        if (k == last + 1 && (k & 63) != 0) {
+            const double nc = c * step_c - s * step_s;
+            s = c * step_s + s * step_c, c = nc;
+        } else if (k != last) {  // (a first stage's k is always 0)
+            twiddle(k, n, inverse, c, s);
+        }
+        last = k;
+        out_c = (R)c, out_s = (R)s;
+#else
+        twiddle(k, n, inverse, out_c, out_s);
+#endif
+    }
+};
 template <typename V, typename R> TW_FUNC V mul(const V& a, R c, R s) {
     V out;
     out[0] = a[0] * c - a[1] * s;
@@ -105,12 +137,13 @@ template <bool Inverse, int R, int N, int G, typename X> TW_FUNC void fft_stage(
     typedef decay_t<decltype(V()[0])> Real;
     constexpr int P = X::threads, J = G * (N / R), Q = (J + P - 1) / P;
     V v[Q][R];
+    fft::twiddles<Real> tw(ns * R, Inverse);
     for (int q = 0; q < Q; ++q) {
         const int w = lane_index() + q * P;
         if (J % P != 0 && w >= J) break;
         const int base = (row0 + w / (N / R)) * N, j = w % (N / R), k = j % ns;
         Real c, s;
-        fft::twiddle(k, ns * R, Inverse, c, s);
+        tw.at(k, c, s);
         Real wc = 1, ws = 0;
         for (int r = 0; r < R; ++r) {
             v[q][r] = fft::mul(t.at(base + j + r * (N / R), base + j + r * (N / R)), wc, ws);
