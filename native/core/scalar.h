@@ -303,6 +303,18 @@ template <TW_IF_INT(T)> TW_FUNC T mod(T a, T b) {  // sign of dividend; defined 
     }
     return (T)(a % b);
 }
+// `**` on integers (beyond Warp): exact by squaring; a negative exponent truncates as `/` does
+// (1 for a base of 1, +-1 for -1, else 0).
+template <TW_IF_INT(T)> TW_FUNC T pow(T a, T b) {
+    if constexpr (detail::int_info<T>::is_signed) {
+        if (b < (T)0) return a == (T)1 ? (T)1 : a == (T)-1 ? ((b & (T)1) ? (T)-1 : (T)1) : (T)0;
+    }
+    T result = (T)1;
+    for (; b; b = (T)(b >> 1), a = (T)(a * a))
+        if (b & (T)1) result = (T)(result * a);
+    return result;
+}
+template <TW_IF_INT(T)> TW_FUNC void adj_pow(T, T, T&, T&, T) {}
 // Warp 1.19 `//` on integers floors (-7 // 2 == -4), unlike its `/` and `%` which truncate.
 template <TW_IF_INT(T)> TW_FUNC T floordiv(T a, T b) {
     T q = div(a, b);

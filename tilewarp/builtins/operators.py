@@ -86,7 +86,7 @@ register(
     # componentwise on two vectors of one type, as Warp (fmod for floats, C's % for integers)
     Builtin("mod", arity(2)(numeric(vectors=True)), "tw::mod", adjoint="tw::adj_mod"),
     Builtin("floordiv", arity(2)(_scalars), "tw::floordiv", differentiable=False),
-    Builtin("pow", arity(2)(numeric(kinds=("float",))), "tw::pow", adjoint="tw::adj_pow"),
+    Builtin("pow", arity(2)(numeric()), "tw::pow", adjoint="tw::adj_pow"),  # integers: beyond Warp
     Builtin("neg", arity(1)(_or_spatial(_arith, transforms=False)), "tw::neg", adjoint="tw::adj_neg"),
     Builtin("pos", arity(1)(_or_spatial(_arith, transforms=False)), "tw::pos", adjoint="tw::adj_pos"),
     Builtin("bit_and", arity(2)(_ints), "tw::bit_and", differentiable=False),

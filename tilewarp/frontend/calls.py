@@ -236,6 +236,8 @@ def _printf(lw, name, node):
 def _choose(lw, name, node):
     """``wp.where(cond, a, b)`` / ``wp.select(cond, b, a)``: literals take the other value's type."""
     args = [lw.value(a) for a in node.args]
+    if len(args) == 3 and any(T.is_tile(a.type) for a in args):  # element by element (frontend/tiles.py)
+        return lw.call(name, args, node)
     if len(args) == 3:
         cond = lw.const(args[0].const, args[0].type) if args[0].weak else args[0]
         args = [cond, *lw.unify(args[1:])]
@@ -249,7 +251,11 @@ def _len(lw, node):
     if len(node.args) != 1 or node.keywords:
         raise KernelTypeError(f"len() takes exactly one argument, got {len(node.args)}", lw.src.loc(node))
     (arg,) = node.args
-    v = lw.value(arg)
+    v = lw.visit(arg)
+    if isinstance(v, (tuple, list)):  # a tuple the kernel sees as a constant (a closure's grid, ...)
+        return lw.const(len(v), T.int32)
+    if not isinstance(v, ir.Value):
+        v = lw.materialize(v, arg)
     if T.is_composite(v.type):
         return lw.const(v.type._wp_shape_[0], T.int32)
     if T.is_array(v.type):
@@ -267,6 +273,10 @@ def call_user_function(lw, func, node):
 
     if names_tile_builtins(func) or any(T.is_tile(getattr(lw.symbols.get(getattr(a, "id", None)), "type", None))
                                for a in node.args):
+        if not names_tile_builtins(func) and _takes_elements(func, node):  # relu(t): element by element
+            from .tiles import map_values
+
+            return map_values(lw, func, [lw.value(a) for a in node.args], node)
         return inline_call(lw, func, node)  # tiles are values of the kernel: the body goes inline
     loc = lw.src.loc(node)
     func, args = bind_call(lw, func, node)  # the overload the argument types fit, its arguments in order
@@ -274,6 +284,19 @@ def call_user_function(lw, func, node):
     if callee not in lw.fn.callees:
         lw.fn.callees.append(callee)
     return lw.assign(ir.FuncCall(callee, tuple(args)), callee.return_type, node, func.__name__)
+
+
+def _takes_elements(func, node) -> bool:
+    """Every overload of ``func`` declares scalar, vector or matrix parameters (no templates), so
+    tiles given to it are mapped over (beyond Warp, where that is an error)."""
+    if node.keywords:
+        return False
+    for f in func.overloads:
+        params = f.parameters()
+        if len(params) < len(node.args) or any(t is None or not (T.is_scalar(t) or T.is_composite(t))
+                                               for _, t, _ in params[:len(node.args)]):
+            return False
+    return True
 
 
 # ---- assignment targets ----------------------------------------------------------------------
@@ -353,7 +376,16 @@ def aug_assign(lw, node: ast.AugAssign):
     op = BINARY.get(type(node.op).__name__)
     if op is None:
         raise KernelSyntaxError(f"unsupported operator {type(node.op).__name__}=", lw.src.loc(node))
+    if op == "add" and isinstance(node.value, ast.BinOp) and isinstance(node.value.op, ast.MatMult) \
+            and isinstance(node.target, ast.Name):
+        from .tile_elementwise import accumulate_product
+
+        if accumulate_product(lw, node.target, node.value, node):  # acc += a @ b: tile_matmul in place
+            return
     target = place(lw, node.target)
+    if hasattr(target, "aug_assign"):  # ref[...] += x in a block program (tilewarp/blocks)
+        target.aug_assign(op, node)
+        return
     from .tiles import TileElement
 
     if isinstance(target, TileElement) and op in _TILE_UPDATE:  # each lane updates atomically, as Warp

@@ -56,7 +56,10 @@ def advances_state(call: ast.Call) -> bool:
 def carry(lw, body, node) -> tuple:
     """Turn every name the loop body rebinds, and that exists before the loop, into a carried value."""
     carried = []
-    for name in sorted(assigned_names(body)):
+    names = set(assigned_names(body))
+    for name in list(names):  # a block program's output ref: writing it rebinds its accumulator
+        names.update(getattr(lw.symbols.get(name), "_tw_carries", ()))
+    for name in sorted(names):
         current = lw.symbols.get(name)
         if not isinstance(current, ir.Value) or isinstance(current.type, T.ArrayType):
             continue

@@ -48,6 +48,7 @@ class Lowerer:
             self.fn.param_names.append(name)
             self.symbols[name] = v
         self.fn.values = [v for v in self.fn.values if v not in self.fn.params]
+        self.symbols.update(getattr(self.src, "prebound", {}))  # block programs: refs, bound keywords
         self.block(self.src.tree.body)
         check_literal_ranges(self.fn.body)
         if not self.is_kernel:
@@ -90,10 +91,12 @@ class Lowerer:
     def call(self, name: str, args, node, template=(), discard=False) -> ir.Value | None:
         b: Builtin = REGISTRY[name]
         args = list(args)
-        if name in TILE_ELEMENTWISE and any(T.is_tile(a.type) for a in args):
-            from .tiles import tile_operator
+        if any(T.is_tile(a.type) for a in args):
+            from .tile_elementwise import tile_call_of_scalar_builtin
 
-            return tile_operator(self, name, args, node)
+            mapped = tile_call_of_scalar_builtin(self, b, args, node)
+            if mapped is not None:
+                return mapped
         if b.unify_literals:
             args = self.unify(args)
         if any(isinstance(a.type, T.TupleType) for a in args):
@@ -139,6 +142,9 @@ class Lowerer:
     def bind(self, name: str, value: ir.Value, node):
         """``name = value``: write in place into a carried value, else rebind the name."""
         current = self.symbols.get(name)
+        if hasattr(current, "_tw_assign"):  # an arranged tile (tilewarp/blocks): assigning stores it
+            current._tw_assign(self, value, node)
+            return
         if isinstance(current, ir.Value) and current.mutable:
             value = self.coerce(value, current.type, node, f"variable '{name}'")
             self.stmts.append(ir.Assign(current, ir.Copy(value), self.src.loc(node)))
@@ -178,6 +184,8 @@ class Lowerer:
         return self.materialize(result, node)
 
     def materialize(self, obj, node) -> ir.Value:
+        if hasattr(obj, "_tw_value"):  # a block program's operand read as a whole (tilewarp/blocks)
+            return obj._tw_value(self, node)
         if isinstance(obj, (py.bool, py.int, py.float)):
             return self.const(obj)
         if isinstance(obj, T.Scalar):
@@ -248,6 +256,9 @@ class Lowerer:
         return self.call(UNARY[type(node.op).__name__], [operand], node)
 
     def visit_Compare(self, node):
+        folded = self.compare_constants(node)
+        if folded is not None:
+            return folded
         left, result = self.value(node.left), None
         for op, right_node in zip(node.ops, node.comparators):
             name = COMPARE.get(type(op).__name__)
@@ -258,6 +269,33 @@ class Lowerer:
             result = cmp if result is None else self.short_circuit(result, lambda c=cmp: c, True, node)
             left = right
         return result
+
+    def compare_constants(self, node):
+        """``ref.shape == (2,)``: a comparison of values known now (tuples, types) folds to a bool."""
+        if not isinstance(node.left, (ast.Attribute, ast.Tuple, ast.Name)):
+            return None
+        def known(n):
+            if isinstance(n, ast.Tuple):
+                try:
+                    return ast.literal_eval(n)
+                except ValueError:
+                    return None
+            return self.visit(n) if isinstance(n, (ast.Attribute, ast.Name)) else None
+
+        operands = [known(node.left)]
+        if not isinstance(operands[0], (tuple, list, type)):
+            return None
+        operands += [known(c) for c in node.comparators]
+        if any(v is None for v in operands):
+            return None
+        if any(isinstance(v, ir.Value) for v in operands[1:]):
+            return None
+        ops = {"Eq": lambda a, b: a == b, "NotEq": lambda a, b: a != b, "Is": lambda a, b: a is b,
+               "IsNot": lambda a, b: a is not b}
+        if not all(type(op).__name__ in ops for op in node.ops):
+            return None
+        result = all(ops[type(op).__name__](a, b) for op, a, b in zip(node.ops, operands, operands[1:]))
+        return self.const(result)
 
     def visit_BoolOp(self, node):
         is_and = isinstance(node.op, ast.And)
@@ -334,7 +372,17 @@ class Lowerer:
             return self.adjoint_place(node).get()
         from .slices import has_slice, lower_slice
 
-        base = self.value(node.value)
+        base = self.visit(node.value)
+        if hasattr(base, "_tw_subscript"):  # ref[...] of a block program (tilewarp/blocks)
+            return base._tw_subscript(self, node)
+        if isinstance(base, (tuple, list)):  # ref.shape[0], a closure's tuple: known now
+            i = self.value(node.slice)
+            if not (i.is_const and isinstance(i.const, py.int)) or not -len(base) <= i.const < len(base):
+                raise KernelTypeError(f"a constant tuple of {len(base)} is indexed with a run-time value or out of "
+                                      "range", self.src.loc(node))
+            return base[i.const]
+        if not isinstance(base, ir.Value):
+            base = self.materialize(base, node.value)
         if T.is_tile(base.type):  # t[i, j], t[1:3], t[idx, :]: an element, a view or a gather
             from .tiles import tile_subscript
 
@@ -464,6 +512,14 @@ class Lowerer:
                 value = self.const(value.const, value.type)
         self.return_types.append(value.type if value is not None else None)
         self.stmts.append(ir.Return(value, self.src.loc(node)))
+
+    def visit_FunctionDef(self, node):
+        """A nested ``def`` only under a decorator that lowers it in place (``@pl.when(cond)``)."""
+        if len(node.decorator_list) == 1 and isinstance(node.decorator_list[0], ast.Call):
+            lower = getattr(self.visit(node.decorator_list[0].func), "_tw_lower_decorated", None)
+            if lower is not None:
+                return lower(self, node.decorator_list[0], node)
+        raise KernelSyntaxError("functions cannot be defined inside kernel code", self.src.loc(node))
 
     def visit_If(self, node):
         from .control import lower_if

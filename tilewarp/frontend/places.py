@@ -127,6 +127,9 @@ def place(lw, node) -> _Place:
     if isinstance(node, ast.Subscript):
         if lw.names_adjoint(node):  # wp.adjoint[x] in a @wp.func_grad function
             return lw.adjoint_place(node)
+        ref = lw.symbols.get(node.value.id) if isinstance(node.value, ast.Name) else None
+        if hasattr(ref, "_tw_place"):  # ref[...] = x in a block program (tilewarp/blocks)
+            return ref._tw_place(lw, node)
         from .slices import SlicePlace, has_slice, lower_slice
 
         if has_slice(node):  # v[1:3] = x: those components; a[1:3][0] = x: through the view
