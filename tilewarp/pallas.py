@@ -25,8 +25,8 @@ from . import types as T
 from .blocks import tune
 from .blocks.index_expr import IndexMapError, grid_points, trace
 from .blocks.program import (BlockSpecError, as_array, kernel_for, source_text, split_parameters, unwrap,
-                             wp_dtype)
-from .blocks.refs import WP, BlockRef, at, parse_index
+                             wp_dtype, wrap_body)
+from .blocks.refs import BlockRef, at, parse_index
 from .errors import KernelSyntaxError, KernelTypeError
 
 __all__ = ["BlockSpec", "Blocked", "Unblocked", "ShapeDtypeStruct", "pallas_call", "program_id", "num_programs",
@@ -406,7 +406,7 @@ class PallasCall:
             prebound[f"_blk_dtype_{name}"] = op.dtype
             refs.append(ref)
         sequential = [a for a in range(len(self.grid)) if a not in parallel]
-        body = _wrap(self.fn, refs, self.grid, program.names, parallel, sequential)
+        body = wrap_body(self.fn, refs, self.grid, program.names, parallel, sequential)
         return kernel_for(self.fn, body, params, prebound, program, "pallas")
 
     def _launch(self, kernel, inputs, operands, parallel, points, device):
@@ -442,49 +442,6 @@ def _nan_padded(a, extent):
     padded = np.full(extent, np.nan, dtype=values.dtype)
     padded[tuple(slice(0, n) for n in values.shape)] = values
     return array(padded, dtype=a.dtype, device="cpu")
-
-
-def _wrap(fn, refs, grid, names, parallel, sequential) -> list:
-    """The generated kernel body: program indices, accumulators, the user's body (in loops over the
-    sequential axes), the stores of the outputs."""
-    from .frontend.source import get_source
-
-    def wp(attr, *args, **kw):
-        return ast.Call(ast.Attribute(ast.Name(WP, ast.Load()), attr, ast.Load()), list(args),
-                        [ast.keyword(k, v) for k, v in kw.items()])
-
-    def assign(name, value):
-        return ast.Assign([ast.Name(name, ast.Store())], value)
-
-    def const(v):
-        return ast.Constant(int(v))
-
-    body = []
-    if parallel:
-        body.append(assign("_blk_p", wp("tid")))
-        stride = 1
-        for k, axis in enumerate(reversed(parallel)):
-            e = ast.Name("_blk_p", ast.Load())
-            if stride > 1:
-                e = ast.BinOp(e, ast.FloorDiv(), const(stride))
-            if k < len(parallel) - 1:
-                e = ast.BinOp(e, ast.Mod(), const(grid[axis]))
-            body.append(assign(names[axis], e))
-            stride *= grid[axis]
-    for ref in refs:
-        if ref.output:
-            body.append(assign(ref.acc, wp("tile_zeros", shape=ast.Tuple([const(b) for b in ref.block], ast.Load()),
-                                           dtype=ast.Name(f"_blk_dtype_{ref.name}", ast.Load()))))
-    inner = list(get_source(fn).tree.body)
-    for axis in reversed(sequential):
-        inner = [ast.For(ast.Name(names[axis], ast.Store()), ast.Call(ast.Name("range", ast.Load()), [const(grid[axis])],
-                                                                       []), inner, [])]
-    body += inner
-    for ref in refs:
-        if ref.output:
-            body.append(ast.Expr(wp("tile_store", ast.Name(ref.array, ast.Load()), ast.Name(ref.acc, ast.Load()),
-                                    offset=ast.Tuple(list(ref.offsets), ast.Load()))))
-    return body
 
 
 def pallas_call(kernel, out_shape, *, grid=(), in_specs=None, out_specs=None, interpret=False, name=None,

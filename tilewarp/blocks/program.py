@@ -11,6 +11,7 @@ import ast
 import functools
 import inspect
 import threading
+
 import numpy as np
 
 from .. import types as T
@@ -183,5 +184,50 @@ def same_device(arrays, device, what: str):
             raise ValueError(f"{what}: all arrays must be on one device, got {a.device} and {device}")
 
 
+def wrap_body(fn, refs, grid, names, parallel, sequential) -> list:
+    """The generated kernel body: program indices, accumulators, the user's body (in loops over the
+    sequential axes), the stores of the outputs."""
+    def wp(attr, *args, **kw):
+        return ast.Call(ast.Attribute(ast.Name(WP, ast.Load()), attr, ast.Load()), list(args),
+                        [ast.keyword(k, v) for k, v in kw.items()])
+
+    def assign(name, value):
+        return ast.Assign([ast.Name(name, ast.Store())], value)
+
+    def const(v):
+        return ast.Constant(int(v))
+
+    body = []
+    if parallel:
+        body.append(assign("_blk_p", wp("tid")))
+        stride = 1
+        for k, axis in enumerate(reversed(parallel)):
+            e = ast.Name("_blk_p", ast.Load())
+            if stride > 1:
+                e = ast.BinOp(e, ast.FloorDiv(), const(stride))
+            if k < len(parallel) - 1:
+                e = ast.BinOp(e, ast.Mod(), const(grid[axis]))
+            body.append(assign(names[axis], e))
+            stride *= grid[axis]
+    for ref in refs:
+        shape = ast.Tuple([const(b) for b in ref.block], ast.Load())
+        if ref.output and getattr(ref, "init_load", False):  # an output the body also reads: its values
+            body.append(assign(ref.acc, wp("tile_load", ast.Name(ref.array, ast.Load()), shape=shape,
+                                           offset=ast.Tuple(list(ref.offsets), ast.Load()))))
+        elif ref.output:
+            body.append(assign(ref.acc, wp("tile_zeros", shape=shape,
+                                           dtype=ast.Name(f"_blk_dtype_{ref.name}", ast.Load()))))
+    inner = list(get_source(fn).tree.body)
+    for axis in reversed(sequential):
+        inner = [ast.For(ast.Name(names[axis], ast.Store()), ast.Call(ast.Name("range", ast.Load()), [const(grid[axis])],
+                                                                       []), inner, [])]
+    body += inner
+    for ref in refs:
+        if ref.output:
+            body.append(ast.Expr(wp("tile_store", ast.Name(ref.array, ast.Load()), ast.Name(ref.acc, ast.Load()),
+                                    offset=ast.Tuple(list(ref.offsets), ast.Load()))))
+    return body
+
+
 __all__ = ["BlockSpecError", "BlockKernel", "kernel_for", "source_text", "as_array", "wp_dtype", "unwrap",
-           "split_parameters"]
+           "split_parameters", "wrap_body"]
