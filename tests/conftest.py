@@ -24,6 +24,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 os.environ.setdefault("TILEWARP_CACHE_DIR", str(REPO / ".cache" / "kernels"))
+os.environ.setdefault("TILEWARP_TUNE", "0")  # block programs take rule-of-thumb meta values (test_block_tuning.py tunes)
 
 import tilewarp  # noqa: E402
 import tilewarp.compile  # noqa: E402

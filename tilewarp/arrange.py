@@ -31,6 +31,7 @@ from .blocks.program import BlockSpecError, as_array, kernel_for, source_text, w
 from .blocks.refs import BlockRef, parse_index
 from .errors import KernelTypeError
 from .frontend.control import assigned_names
+from .frontend.source import get_source
 
 __all__ = ["Symbol", "Tensor", "jit", "BlockSpecError"]
 
@@ -342,8 +343,6 @@ class ArrangedKernel:
                 raise TypeError(f"arrange.jit: parameter '{p.name}' of {fn.__name__}() needs an arranged Tensor as "
                                 "its annotation")
             self.params[p.name] = p.annotation
-        from .frontend.source import get_source
-
         tree = get_source(fn).tree
         written = assigned_names(tree.body)
         metadata = {id(n.value) for n in ast.walk(tree)
@@ -461,6 +460,11 @@ class ArrangedKernel:
 
     def _config(self, arrays, device, pinned):
         config = self._default(arrays, pinned)
+        if not self._fits(arrays, config):
+            self._levels(arrays, config)  # an arrangement error, if that is what it is
+            raise BlockSpecError(f"{', '.join(sorted(config))}: no candidate value fits (tiles of at most "
+                                 f"{MAX_TILE_ELEMENTS} elements, {MAX_PROGRAM_BYTES // 1024} KB per program, not "
+                                 f"twice an array's extent); got {config}")
         free = [s for s in self.metas if s.name not in pinned]
         bd_pinned = pinned.get("block_dim", self.block_dim)
         if not tune.enabled() or (not free and bd_pinned is not None):
@@ -468,7 +472,7 @@ class ArrangedKernel:
             return config
         shapes = ";".join(f"{T.type_name(a.dtype)}{tuple(a.shape)}" for a in arrays)
         key = tune.tuning_key(f"{self.fn.__module__}.{self.fn.__qualname__}|{shapes}|{sorted(pinned.items())}|"
-                              f"{ast.dump(ast.parse(inspect.getsource(self.fn)))}", device)
+                              f"{ast.dump(get_source(self.fn).tree)}", device)
         remembered = tune.recall(key)
         if remembered is not None:
             return dict(remembered)

@@ -285,8 +285,10 @@ class _Operand:
 
     def __init__(self, k, array_shape, dtype, spec, program, what):
         spec = spec if spec is not None else BlockSpec()
-        ndim = len(array_shape)
         shape = spec.block_shape if spec.block_shape is not None else tuple(array_shape)
+        if not array_shape:  # a 0-d operand: one element, held in a 1-element array, its ref 0-d
+            array_shape, shape = (1,), (None,)
+        ndim = len(array_shape)
         if len(shape) != ndim:
             raise BlockSpecError(f"{what}: block shape {shape} has {len(shape)} dimension(s), the array "
                                  f"{tuple(array_shape)} has {ndim}")
@@ -376,9 +378,9 @@ class PallasCall:
                                  "device")
         program = _Program(self.grid)
         in_specs = _specs(self.in_specs, len(inputs), "in_specs")
-        operands = [_Operand(k, a.shape if a.ndim else (1,), a.dtype, s, program,
+        operands = [_Operand(k, () if _is_scalar(v) else a.shape, a.dtype, s, program,
                              f"in_specs[{k}]" if self.in_specs is not None else f"input {k}")
-                    for k, (a, s) in enumerate(zip(inputs, in_specs))]
+                    for k, (v, a, s) in enumerate(zip(args, inputs, in_specs))]
         operands += [_Operand(k, shape, dtype, s, program,
                               f"out_specs[{k}]" if self.out_specs is not None else f"output {k}")
                      for k, ((shape, dtype), s) in enumerate(zip(self.outs, self.out_spec_list))]
@@ -423,13 +425,18 @@ class PallasCall:
                                    "cannot differentiate: record the call without interpret=True")
             run_device = "cpu"
             run_inputs = [_nan_padded(a, op.extent(points)) for a, op in zip(inputs, operands)]
-        outs = [zeros(shape, dtype=dtype, device=run_device, requires_grad=grad) for shape, dtype in self.outs]
+        outs = [zeros(shape or (1,), dtype=dtype, device=run_device, requires_grad=grad) for shape, dtype in self.outs]
         blocks = int(np.prod([self.grid[a] for a in parallel])) if parallel else 1
         block_dim = tune.block_dim_for(self, kernel, blocks, run_inputs, outs, run_device, operands[n_in:])
         launch_tiled(kernel, dim=[blocks], inputs=[*run_inputs, *outs], block_dim=block_dim, device=run_device)
         if self.interpret and str(device) != "cpu":
             outs = [array(o.numpy(), dtype=o.dtype, device=device) for o in outs]
         return outs[0] if self.single else tuple(outs)
+
+
+def _is_scalar(value) -> bool:
+    """A number or a 0-d array: a 0-d ref in the kernel."""
+    return isinstance(value, (int, float, bool, np.number, np.bool_)) or getattr(value, "shape", None) == ()
 
 
 def _nan_padded(a, extent):

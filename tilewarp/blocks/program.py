@@ -154,7 +154,10 @@ def as_array(value, device, what: str):
         from ..runtime.interop import from_dlpack
 
         return from_dlpack(value)
-    if isinstance(value, (int, float, bool, np.number, np.bool_)):
+    if isinstance(value, (bool, int, float)):  # Python numbers as in kernel code: float32, int32
+        value = np.asarray(value, dtype=np.bool_ if isinstance(value, bool) else
+                           np.int32 if isinstance(value, int) else np.float32)
+    if isinstance(value, (np.number, np.bool_)) or (isinstance(value, np.ndarray) and value.ndim == 0):
         value = np.asarray(value).reshape(1)
     if isinstance(value, np.ndarray):
         return array(value, device=device)
