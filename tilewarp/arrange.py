@@ -355,6 +355,7 @@ class ArrangedKernel:
             raise TypeError(f"arrange.jit: {fn.__name__}() assigns none of its parameters, so it has no output")
         self.metas = sorted(set().union(*(t.meta_symbols() for t in self.params.values())), key=lambda s: s.name)
         self.debug = False
+        self._plans: dict = {}
 
     def __call__(self, *args, **meta):
         from .runtime.array import array
@@ -369,10 +370,16 @@ class ArrangedKernel:
         unknown = set(pinned) - {s.name for s in self.metas} - {"block_dim"}
         if unknown:
             raise TypeError(f"{self.fn.__name__}(): no meta symbol named {sorted(unknown)}")
-        config = self._config(arrays, device, pinned)
-        kernel, blocks = self._build(arrays, config)
-        if self.debug:
-            print(source_text(kernel))
+        key = (str(device), tuple((T.type_name(a.dtype), tuple(a.shape)) for a in arrays), tuple(sorted(pinned.items())),
+               tune.enabled())
+        plan = self._plans.get(key)  # a call like an earlier one: only the launch is left
+        if plan is None:
+            config = self._config(arrays, device, pinned)
+            kernel, blocks = self._build(arrays, config)
+            if self.debug:
+                print(source_text(kernel))
+            plan = self._plans[key] = (kernel, blocks, config)
+        kernel, blocks, config = plan
         from .runtime.tiled import launch_tiled
 
         launch_tiled(kernel, dim=[blocks], inputs=arrays, block_dim=config["block_dim"], device=device)

@@ -364,10 +364,11 @@ class PallasCall:
         self.in_specs, self.out_specs = in_specs, out_specs
         self.interpret, self.name, self.debug, self.block_dim = interpret, name, debug, block_dim
         self.out_spec_list = _specs(out_specs, len(self.outs), "out_specs")
+        self._plans: dict = {}
 
     def __call__(self, *args):
-        from .runtime.device import get_device
         from .runtime.array import array
+        from .runtime.device import get_device
 
         given = [a for a in args if isinstance(a, array)]
         device = get_device("cpu") if self.interpret else given[0].device if given else get_device(None)
@@ -376,6 +377,14 @@ class PallasCall:
             if a.device != device and not self.interpret:
                 raise ValueError(f"pallas_call: input {k} is on {a.device}, input 0 on {device}: move them to one "
                                  "device")
+        # a call like an earlier one (devices, dtypes, shapes) reuses its plan: only the launch is left
+        key = (str(device), tuple((T.type_name(a.dtype), tuple(a.shape), _is_scalar(v)) for v, a in zip(args, inputs)))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = self._plan(args, inputs)
+        return self._launch(plan, inputs, device)
+
+    def _plan(self, args, inputs) -> dict:
         program = _Program(self.grid)
         in_specs = _specs(self.in_specs, len(inputs), "in_specs")
         operands = [_Operand(k, () if _is_scalar(v) else a.shape, a.dtype, s, program,
@@ -392,7 +401,8 @@ class PallasCall:
         kernel = self._kernel(operands, n_in, program, parallel)
         if self.debug:
             print(source_text(kernel))
-        return self._launch(kernel, inputs, operands, parallel, points, device)
+        blocks = int(np.prod([self.grid[a] for a in parallel])) if parallel else 1
+        return {"kernel": kernel, "operands": operands, "points": points, "blocks": blocks, "block_dim": None}
 
     def _kernel(self, operands, n_in, program, parallel):
         names, values = split_parameters(self.fn, self.bound, len(operands), "pallas_call")
@@ -411,12 +421,12 @@ class PallasCall:
         body = wrap_body(self.fn, refs, self.grid, program.names, parallel, sequential)
         return kernel_for(self.fn, body, params, prebound, program, "pallas")
 
-    def _launch(self, kernel, inputs, operands, parallel, points, device):
+    def _launch(self, plan, inputs, device):
         from .runtime import tape_state
         from .runtime.array import array, zeros
         from .runtime.tiled import launch_tiled
 
-        n_in = len(inputs)
+        kernel, operands, blocks = plan["kernel"], plan["operands"], plan["blocks"]
         grad = any(getattr(a, "requires_grad", False) for a in inputs)
         run_inputs, run_device = inputs, device
         if self.interpret:
@@ -424,11 +434,13 @@ class PallasCall:
                 raise RuntimeError("pallas_call(interpret=True) pads inputs through host copies, which a Tape "
                                    "cannot differentiate: record the call without interpret=True")
             run_device = "cpu"
-            run_inputs = [_nan_padded(a, op.extent(points)) for a, op in zip(inputs, operands)]
+            run_inputs = [_nan_padded(a, op.extent(plan["points"])) for a, op in zip(inputs, operands)]
         outs = [zeros(shape or (1,), dtype=dtype, device=run_device, requires_grad=grad) for shape, dtype in self.outs]
-        blocks = int(np.prod([self.grid[a] for a in parallel])) if parallel else 1
-        block_dim = tune.block_dim_for(self, kernel, blocks, run_inputs, outs, run_device, operands[n_in:])
-        launch_tiled(kernel, dim=[blocks], inputs=[*run_inputs, *outs], block_dim=block_dim, device=run_device)
+        if plan["block_dim"] is None:
+            plan["block_dim"] = tune.block_dim_for(self, kernel, blocks, run_inputs, outs, run_device,
+                                                   operands[len(inputs):])
+        launch_tiled(kernel, dim=[blocks], inputs=[*run_inputs, *outs], block_dim=plan["block_dim"],
+                     device=run_device)
         if self.interpret and str(device) != "cpu":
             outs = [array(o.numpy(), dtype=o.dtype, device=device) for o in outs]
         return outs[0] if self.single else tuple(outs)
