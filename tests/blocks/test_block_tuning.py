@@ -54,13 +54,14 @@ def test_first_call_tunes_then_memory_then_disk(tuning):
 
 def test_pinned_values_and_switch_skip_tuning(tuning, monkeypatch):
     before = len(tune.history)
-    pinned = run_scale_add(300, B=64, block_dim=32)
+    fresh = arrange.jit(scale_add.fn)  # no plans of earlier tests
+    pinned = run_scale_add(300, fresh, B=64, block_dim=32)
     assert len(tune.history) == before
     monkeypatch.setenv("TILEWARP_TUNE", "0")
-    off = run_scale_add(300)
+    off = run_scale_add(300, fresh)
     assert len(tune.history) == before
     monkeypatch.setenv("TILEWARP_TUNE", "1")
-    tuned = run_scale_add(300)
+    tuned = run_scale_add(300, fresh)
     assert len(tune.history) == before + 1
     np.testing.assert_array_equal(pinned, off)
     np.testing.assert_array_equal(pinned, tuned)
@@ -88,5 +89,5 @@ def test_pallas_block_dim_tuning(tuning):
 
 def test_tuning_does_not_run_outputs_twice(tuning):
     """An output the kernel reads (y = y + ...) is tuned on a scratch copy: one update lands."""
-    y = run_scale_add(1000)
+    y = run_scale_add(1000, arrange.jit(scale_add.fn))
     np.testing.assert_array_equal(y, 1 + 0.5 * np.arange(1000, dtype=np.float32))
