@@ -28,6 +28,7 @@
 #   lancu     Nsight Compute of the Cholesky and FFT benchmark kernels
 #   warpsuite Warp's own core and tile tests against tilewarp (cpu + cuda:0)
 #   mmsuite   Warp's own tile_matmul test files only (cpu + cuda:0)
+#   blocks    the block-program tests (tilewarp.pallas, tilewarp.arrange) on cuda:0, then benchmarks/blocks.py
 set -uo pipefail
 REPO="$PWD"
 export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 TILEWARP_CACHE_DIR=/tmp/tw-cache
@@ -108,6 +109,13 @@ for device in ("cpu", "cuda:0"):
     print(device, "gradcheck", ok)
 PYEOF
     ) ;;
+  blocks)  # block programs: tests on cuda:0, then the benchmark (side by side with Triton and torch if installed)
+    python -c "import triton; print('triton', triton.__version__)" 2>&1 | tail -1
+    TILEWARP_TEST_DEVICES=cuda:0 timeout 300 python -m pytest -q -p no:cacheprovider --tb=short tests/blocks \
+      > "$OUT/blocks_tests.txt" 2>&1
+    grep -E "^(FAILED|ERROR)|passed|failed|^E  " "$OUT/blocks_tests.txt" | head -30
+    timeout 420 python -m benchmarks.blocks --device cuda:0 ${BLOCKS_ARGS:-} 2>&1 | tee "$OUT/blocks_bench.txt" \
+      | grep -v "compiled in\|loaded from" ;;
   tiles)
     TILEWARP_TEST_DEVICES=cuda:0 timeout 300 python -m pytest -q -p no:cacheprovider --tb=short tests/tiles \
       > "$OUT/tiles_tests.txt" 2>&1

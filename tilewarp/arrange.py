@@ -339,6 +339,11 @@ class ArrangedKernel:
         sig = inspect.signature(fn)
         self.params = {}
         for p in sig.parameters.values():
+            if isinstance(p.annotation, str):  # `from __future__ import annotations`: evaluated where written
+                try:
+                    p = p.replace(annotation=get_source(fn).evaluate(ast.parse(p.annotation, mode="eval").body, {}))
+                except Exception:  # noqa: BLE001 - reported below as a missing arrangement
+                    pass
             if not isinstance(p.annotation, Tensor):
                 raise TypeError(f"arrange.jit: parameter '{p.name}' of {fn.__name__}() needs an arranged Tensor as "
                                 "its annotation")

@@ -321,6 +321,20 @@ class _Operand:
                                      f"{int(s[bad[0]])} of dimension {d} (extent {n}, block {b}): no element of "
                                      "the block is inside the array")
 
+    def covers(self, points) -> bool:
+        """Whether the blocks of all grid points together cover the whole array (every element is
+        then stored by some program, so the output needs no zero fill)."""
+        count = len(points[0]) if points else 1
+        starts = [np.broadcast_to(np.asarray(s.evaluate(points)), (count,)) for s in self.starts]
+        distinct = []
+        for s, b, n in zip(starts, self.block, self.array_shape):
+            u = np.unique(s)
+            if u[0] > 0 or u[-1] + b < n or (u.size > 1 and (np.diff(u) > b).any()):
+                return False
+            distinct.append(u.size)
+        combos = np.unique(np.stack(starts, axis=1), axis=0).shape[0] if starts else 1
+        return combos == int(np.prod(distinct))
+
     def extent(self, points):
         """The extent that covers every block (for interpret mode's NaN padding)."""
         out = []
@@ -402,7 +416,9 @@ class PallasCall:
         if self.debug:
             print(source_text(kernel))
         blocks = int(np.prod([self.grid[a] for a in parallel])) if parallel else 1
-        return {"kernel": kernel, "operands": operands, "points": points, "blocks": blocks, "block_dim": None}
+        covered = [op.covers(points) for op in operands[n_in:]]
+        return {"kernel": kernel, "operands": operands, "points": points, "blocks": blocks, "block_dim": None,
+                "covered": covered}
 
     def _kernel(self, operands, n_in, program, parallel):
         names, values = split_parameters(self.fn, self.bound, len(operands), "pallas_call")
@@ -423,7 +439,7 @@ class PallasCall:
 
     def _launch(self, plan, inputs, device):
         from .runtime import tape_state
-        from .runtime.array import array, zeros
+        from .runtime.array import array, empty, zeros
         from .runtime.tiled import launch_tiled
 
         kernel, operands, blocks = plan["kernel"], plan["operands"], plan["blocks"]
@@ -435,7 +451,8 @@ class PallasCall:
                                    "cannot differentiate: record the call without interpret=True")
             run_device = "cpu"
             run_inputs = [_nan_padded(a, op.extent(plan["points"])) for a, op in zip(inputs, operands)]
-        outs = [zeros(shape or (1,), dtype=dtype, device=run_device, requires_grad=grad) for shape, dtype in self.outs]
+        outs = [(empty if covered else zeros)(shape or (1,), dtype=dtype, device=run_device, requires_grad=grad)
+                for (shape, dtype), covered in zip(self.outs, plan["covered"])]
         if plan["block_dim"] is None:
             plan["block_dim"] = tune.block_dim_for(self, kernel, blocks, run_inputs, outs, run_device,
                                                    operands[len(inputs):])

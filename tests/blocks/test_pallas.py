@@ -44,6 +44,17 @@ def test_edge_blocks_pad_with_zero_and_skip_stores(shape, block, device):
     np.testing.assert_allclose(sums, want, rtol=1e-5, atol=1e-5)
 
 
+def test_outputs_outside_every_block_stay_zero(device):
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...] + 1.0
+
+    x = np.arange(16, dtype=np.float32)
+    spec = pl.BlockSpec((4,), lambda i: (i,))
+    out = pl.pallas_call(kernel, out_shape=pl.ShapeDtypeStruct((16,), np.float32), grid=(2,), in_specs=[spec],
+                         out_specs=spec)(arr(x, device)).numpy()
+    np.testing.assert_array_equal(out, np.concatenate([x[:8] + 1, np.zeros(8)]))
+
+
 def test_interpret_mode_pads_with_nan():
     x = np.random.default_rng(1).standard_normal((10, 6)).astype(np.float32)
     sums = block_sums(arr(x, "cpu"), 4, 4, interpret=True).numpy()
