@@ -28,6 +28,11 @@ from .blocks.program import (BlockSpecError, as_array, kernel_for, source_text, 
                              wp_dtype, wrap_body)
 from .blocks.refs import BlockRef, at, parse_index
 from .errors import KernelSyntaxError, KernelTypeError
+from .frontend.source import get_source
+from .runtime import tape_state
+from .runtime.array import array, uninitialized, zeros
+from .runtime.device import get_device
+from .runtime.tiled import launch_tiled
 
 __all__ = ["BlockSpec", "Blocked", "Unblocked", "ShapeDtypeStruct", "pallas_call", "program_id", "num_programs",
            "ds", "dslice", "load", "store", "when", "cdiv", "BlockSpecError", "IndexMapError"]
@@ -265,7 +270,64 @@ class _When(_BodyCall):
     def _tw_lower_decorated(lw, call, fn_node):
         if len(call.args) != 1 or call.keywords:
             raise KernelSyntaxError("pl.when(cond) takes one condition", lw.src.loc(call))
-        lw.visit(at(ast.If(test=call.args[0], body=fn_node.body, orelse=[]), fn_node))
+        known = _decided(lw, call.args[0])  # in a peeled K loop: known for every iteration
+        if known is True:
+            lw.block(fn_node.body)
+        elif known is None:
+            lw.visit(at(ast.If(test=call.args[0], body=fn_node.body, orelse=[]), fn_node))
+
+
+def _interval(lw, node):
+    """(lo, hi) bounding an integer expression of program indices and constants, or None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        return node.value, node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        a, b = _interval(lw, node.left), _interval(lw, node.right)
+        if a is None or b is None:
+            return None
+        return (a[0] + b[0], a[1] + b[1]) if isinstance(node.op, ast.Add) else (a[0] - b[1], a[1] - b[0])
+    if isinstance(node, ast.Call) and len(node.args) == 1 and isinstance(node.args[0], ast.Constant):
+        f = lw.visit(node.func)
+        program, axis = getattr(lw.src, "program", None), node.args[0].value
+        if program is None or not isinstance(axis, int) or not 0 <= axis < len(program.grid):
+            return None
+        if f is num_programs:
+            return program.grid[axis], program.grid[axis]
+        if f is program_id:
+            v = lw.symbols.get(program.names[axis])
+            if getattr(v, "is_const", False):
+                return v.const, v.const
+            return getattr(lw, "_blk_ranges", {}).get(axis)
+    return None
+
+
+def _decided(lw, test):
+    """True or False where ``test`` (comparisons of program indices, and/or/not) is the same for
+    every iteration being lowered, else None."""
+    if isinstance(test, ast.BinOp) and isinstance(test.op, (ast.BitAnd, ast.BitOr)):  # (a == 0) & (b == 1)
+        test = ast.BoolOp(ast.And() if isinstance(test.op, ast.BitAnd) else ast.Or(), [test.left, test.right])
+    if isinstance(test, ast.BoolOp):
+        parts = [_decided(lw, v) for v in test.values]
+        if isinstance(test.op, ast.And):
+            return False if False in parts else True if all(p is True for p in parts) else None
+        return True if True in parts else False if all(p is False for p in parts) else None
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _decided(lw, test.operand)
+        return None if inner is None else not inner
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    a, b = _interval(lw, test.left), _interval(lw, test.comparators[0])
+    if a is None or b is None:
+        return None
+    op = type(test.ops[0]).__name__
+    if op in ("Eq", "NotEq"):
+        equal = True if a[0] == a[1] == b[0] == b[1] else False if a[1] < b[0] or b[1] < a[0] else None
+        return equal if op == "Eq" or equal is None else not equal
+    lt = {"Lt": (a[1] < b[0], a[0] >= b[1]), "LtE": (a[1] <= b[0], a[0] > b[1]),
+          "Gt": (a[0] > b[1], a[1] <= b[0]), "GtE": (a[0] >= b[1], a[1] < b[0])}.get(op)
+    if lt is None:
+        return None
+    return True if lt[0] else False if lt[1] else None
 
 
 when = _When()
@@ -381,9 +443,8 @@ class PallasCall:
         self._plans: dict = {}
 
     def __call__(self, *args):
-        from .runtime.array import array
-        from .runtime.device import get_device
-
+        # arrays and DLPack tensors keep their device; NumPy data and numbers follow the first of them
+        args = [as_array(a, None, f"input {k}") if _has_device(a) else a for k, a in enumerate(args)]
         given = [a for a in args if isinstance(a, array)]
         device = get_device("cpu") if self.interpret else given[0].device if given else get_device(None)
         inputs = [as_array(a, device, f"input {k}") for k, a in enumerate(args)]
@@ -434,14 +495,12 @@ class PallasCall:
             prebound[f"_blk_dtype_{name}"] = op.dtype
             refs.append(ref)
         sequential = [a for a in range(len(self.grid)) if a not in parallel]
-        body = wrap_body(self.fn, refs, self.grid, program.names, parallel, sequential)
+        peel = any(isinstance(n, ast.FunctionDef) and n.decorator_list for n in ast.walk(get_source(self.fn).tree)
+                   if n is not get_source(self.fn).tree)  # pl.when blocks: see wrap_body
+        body = wrap_body(self.fn, refs, self.grid, program.names, parallel, sequential, peel)
         return kernel_for(self.fn, body, params, prebound, program, "pallas")
 
     def _launch(self, plan, inputs, device):
-        from .runtime import tape_state
-        from .runtime.array import array, empty, zeros
-        from .runtime.tiled import launch_tiled
-
         kernel, operands, blocks = plan["kernel"], plan["operands"], plan["blocks"]
         grad = any(getattr(a, "requires_grad", False) for a in inputs)
         run_inputs, run_device = inputs, device
@@ -451,7 +510,8 @@ class PallasCall:
                                    "cannot differentiate: record the call without interpret=True")
             run_device = "cpu"
             run_inputs = [_nan_padded(a, op.extent(plan["points"])) for a, op in zip(inputs, operands)]
-        outs = [(empty if covered else zeros)(shape or (1,), dtype=dtype, device=run_device, requires_grad=grad)
+        outs = [(uninitialized if covered else zeros)(shape or (1,), dtype=dtype, device=run_device,
+                                                      requires_grad=grad)
                 for (shape, dtype), covered in zip(self.outs, plan["covered"])]
         if plan["block_dim"] is None:
             plan["block_dim"] = tune.block_dim_for(self, kernel, blocks, run_inputs, outs, run_device,
@@ -461,6 +521,10 @@ class PallasCall:
         if self.interpret and str(device) != "cpu":
             outs = [array(o.numpy(), dtype=o.dtype, device=device) for o in outs]
         return outs[0] if self.single else tuple(outs)
+
+
+def _has_device(value) -> bool:
+    return isinstance(value, array) or (hasattr(value, "__dlpack__") and not isinstance(value, np.ndarray))
 
 
 def _is_scalar(value) -> bool:

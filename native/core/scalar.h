@@ -355,6 +355,9 @@ template <TW_IF_INT(T)> TW_FUNC T clamp(T x, T lo, T hi) { return min(max(lo, x)
 template <TW_IF_INT(T)> TW_FUNC T bit_and(T a, T b) { return (T)(a & b); }
 template <TW_IF_INT(T)> TW_FUNC T bit_or(T a, T b) { return (T)(a | b); }
 template <TW_IF_INT(T)> TW_FUNC T bit_xor(T a, T b) { return (T)(a ^ b); }
+TW_FUNC bool bit_and(bool a, bool b) { return a && b; }
+TW_FUNC bool bit_or(bool a, bool b) { return a || b; }
+TW_FUNC bool bit_xor(bool a, bool b) { return a != b; }
 // Shift counts are taken modulo the width of the promoted type (32, or 64 for 64-bit types):
 // what x86 does, hence Warp on CPU, and defined (same result) on CUDA, where PTX would clamp.
 template <TW_IF_INT(T)> TW_FUNC T lshift(T a, T b) { return (T)(a << (b & (sizeof(T) == 8 ? 63 : 31))); }

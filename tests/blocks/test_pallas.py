@@ -124,6 +124,38 @@ def test_sequential_axis_accumulates_deterministically(device):
     np.testing.assert_allclose(a, x.astype(np.float64) @ y, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("nk", [1, 2, 3, 5])
+def test_first_and_last_iterations_of_a_sequential_axis(nk, device):
+    """pl.when on the K axis's first and last programs (the body is lowered three times: the first
+    iteration, the loop between, the last), and a plain `if` on it too."""
+    rng = np.random.default_rng(nk)
+    x, y = rng.standard_normal((16, 4 * nk)).astype(np.float32), rng.standard_normal((4 * nk, 8)).astype(np.float32)
+
+    def kernel(x_ref, y_ref, z_ref, count_ref):
+        k = pl.program_id(1)
+
+        @pl.when(k == 0)
+        def _():
+            z_ref[...] = wp.tile_full(z_ref.shape, 1.0, dtype=wp.float32)
+            count_ref[0] = 0
+
+        z_ref[...] += x_ref[...] @ y_ref[...]
+        if k > 0:
+            count_ref[0] = count_ref[0] + 1
+
+        @pl.when((k == pl.num_programs(1) - 1) & (k >= 0))
+        def _():
+            z_ref[...] = wp.max(z_ref[...], 0.0)
+
+    z, count = pl.pallas_call(kernel, out_shape=(pl.ShapeDtypeStruct((16, 8), np.float32),
+                                                 pl.ShapeDtypeStruct((1,), np.int32)), grid=(2, nk),
+                              in_specs=[pl.BlockSpec((8, 4), lambda i, k: (i, k)), pl.BlockSpec((4, 8), lambda i, k: (k, 0))],
+                              out_specs=[pl.BlockSpec((8, 8), lambda i, k: (i, 0)), pl.BlockSpec((1,), lambda i, k: (0,))]
+                              )(arr(x, device), arr(y, device))
+    np.testing.assert_allclose(z.numpy(), np.maximum(1 + x.astype(np.float64) @ y, 0), rtol=1e-4, atol=1e-4)
+    assert count.numpy()[0] == nk - 1
+
+
 class _DLPackOnly:
     """An object offering its memory only through the DLPack protocol (as torch or CuPy do)."""
 

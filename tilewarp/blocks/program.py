@@ -8,6 +8,7 @@ pipeline as any ``@wp.kernel``: one compiler, cached on disk, with adjoints and 
 from __future__ import annotations
 
 import ast
+import copy
 import functools
 import inspect
 import threading
@@ -18,6 +19,8 @@ from .. import types as T
 from ..errors import TileWarpError
 from ..frontend.source import Source, get_source
 from ..kernel import _DECLARED, Kernel
+from ..runtime.array import array
+from ..runtime.interop import from_dlpack
 from .refs import WP
 
 
@@ -78,7 +81,7 @@ def block_source(fn, body: list, param_names: list, prebound: dict, program) -> 
                          tree=tree, static_values={})
     import tilewarp
 
-    source.prebound = {WP: tilewarp, **prebound}
+    source.prebound = {WP: tilewarp, "_blk_range": _Range, **prebound}
     source.program = program
     return source
 
@@ -146,13 +149,9 @@ def source_text(kernel: BlockKernel) -> str:
 def as_array(value, device, what: str):
     """A launch argument as a ``wp.array``: itself, a NumPy array or number (copied to ``device``),
     or an object with ``__dlpack__`` (a view, no copy)."""
-    from ..runtime.array import array
-
     if isinstance(value, array):
         return value
     if hasattr(value, "__dlpack__") and not isinstance(value, np.ndarray):
-        from ..runtime.interop import from_dlpack
-
         return from_dlpack(value)
     if isinstance(value, (bool, int, float)):  # Python numbers as in kernel code: float32, int32
         value = np.asarray(value, dtype=np.bool_ if isinstance(value, bool) else
@@ -187,9 +186,25 @@ def same_device(arrays, device, what: str):
             raise ValueError(f"{what}: all arrays must be on one device, got {a.device} and {device}")
 
 
-def wrap_body(fn, refs, grid, names, parallel, sequential) -> list:
+class _Range:
+    """``_blk_range(axis, lo, hi)`` in generated code: while the lowerer passes the statements that
+    follow, program index ``axis`` is known to lie in [lo, hi] (``_blk_range(axis)``: no longer)."""
+
+    @staticmethod
+    def _tw_lower_call(lw, node):
+        axis, *bounds = (a.value for a in node.args)
+        ranges = lw.__dict__.setdefault("_blk_ranges", {})
+        if bounds:
+            ranges[axis] = tuple(bounds)
+        else:
+            ranges.pop(axis, None)
+
+
+def wrap_body(fn, refs, grid, names, parallel, sequential, peel=False) -> list:
     """The generated kernel body: program indices, accumulators, the user's body (in loops over the
-    sequential axes), the stores of the outputs."""
+    sequential axes), the stores of the outputs. ``peel``: the innermost sequential axis's first and
+    last iterations get their own copies of the body (``pl.when(program_id(k) == 0)`` is then known
+    true there and false in the loop between, which keeps a GEMM's K loop free of branches)."""
     def wp(attr, *args, **kw):
         return ast.Call(ast.Attribute(ast.Name(WP, ast.Load()), attr, ast.Load()), list(args),
                         [ast.keyword(k, v) for k, v in kw.items()])
@@ -220,10 +235,26 @@ def wrap_body(fn, refs, grid, names, parallel, sequential) -> list:
         elif ref.output:
             body.append(assign(ref.acc, wp("tile_zeros", shape=shape,
                                            dtype=ast.Name(f"_blk_dtype_{ref.name}", ast.Load()))))
-    inner = list(get_source(fn).tree.body)
+    user = list(get_source(fn).tree.body)
+
+    def loop(axis, start, stop, stmts):
+        return ast.For(ast.Name(names[axis], ast.Store()), ast.Call(ast.Name("range", ast.Load()),
+                                                                    [const(start), const(stop)], []), stmts, [])
+
+    def marker(*args):
+        return ast.Expr(ast.Call(ast.Name("_blk_range", ast.Load()), [const(a) for a in args], []))
+
+    inner = user
+    if sequential and peel:
+        axis, n = sequential[-1], grid[sequential[-1]]
+        inner = []
+        for k in sorted({0, n - 1}):
+            if k == n - 1 and n > 2:
+                inner += [marker(axis, 1, n - 2), loop(axis, 1, n - 1, copy.deepcopy(user)), marker(axis)]
+            inner += [assign(names[axis], const(k))] + copy.deepcopy(user)
+        sequential = sequential[:-1]
     for axis in reversed(sequential):
-        inner = [ast.For(ast.Name(names[axis], ast.Store()), ast.Call(ast.Name("range", ast.Load()), [const(grid[axis])],
-                                                                       []), inner, [])]
+        inner = [loop(axis, 0, grid[axis], inner)]
     body += inner
     for ref in refs:
         if ref.output:

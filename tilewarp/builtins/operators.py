@@ -69,6 +69,7 @@ def _or_spatial(rule, transforms=True):
 
 _arith = numeric(vectors=True, matrices=True)
 _ints = numeric(kinds=("int", "uint"))
+_logical = numeric(kinds=("int", "uint", "bool"))  # &, |, ^ on bools too (beyond Warp: masks, conditions)
 _scalars = numeric()
 
 
@@ -89,9 +90,9 @@ register(
     Builtin("pow", arity(2)(numeric()), "tw::pow", adjoint="tw::adj_pow"),  # integers: beyond Warp
     Builtin("neg", arity(1)(_or_spatial(_arith, transforms=False)), "tw::neg", adjoint="tw::adj_neg"),
     Builtin("pos", arity(1)(_or_spatial(_arith, transforms=False)), "tw::pos", adjoint="tw::adj_pos"),
-    Builtin("bit_and", arity(2)(_ints), "tw::bit_and", differentiable=False),
-    Builtin("bit_or", arity(2)(_ints), "tw::bit_or", differentiable=False),
-    Builtin("bit_xor", arity(2)(_ints), "tw::bit_xor", differentiable=False),
+    Builtin("bit_and", arity(2)(_logical), "tw::bit_and", differentiable=False),
+    Builtin("bit_or", arity(2)(_logical), "tw::bit_or", differentiable=False),
+    Builtin("bit_xor", arity(2)(_logical), "tw::bit_xor", differentiable=False),
     Builtin("lshift", arity(2)(_ints), "tw::lshift", differentiable=False),
     Builtin("rshift", arity(2)(_ints), "tw::rshift", differentiable=False),
     Builtin("invert", arity(1)(_ints), "tw::invert", differentiable=False),

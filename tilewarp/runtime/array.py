@@ -543,6 +543,18 @@ def empty(shape=None, dtype=float, device=None, requires_grad=False, pinned=Fals
                  retain_grad=retain_grad)
 
 
+def uninitialized(shape, dtype=float, device=None, requires_grad=False) -> array:
+    """Memory left as allocated (no zero fill): for outputs a kernel then writes entirely, as the
+    block programs' outputs every block covers (tilewarp/pallas.py)."""
+    from .device import get_device
+
+    dev = get_device(device)
+    owner = _Allocation(dev.backend, max(math.prod(shape), 1) * T.type_size(T.value_type(dtype)))
+    a = array(ptr=owner.ptr, shape=shape, dtype=dtype, device=dev, requires_grad=requires_grad)
+    a._owner = owner
+    return a
+
+
 def zeros(shape=None, dtype=float, device=None, requires_grad=False, pinned=False, **kwargs) -> array:
     shape, retain_grad = _creation_args(shape, kwargs, "zeros")
     return empty(shape, dtype, device, requires_grad, pinned, retain_grad=retain_grad)  # new memory is zeroed
