@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from .. import types as T
 from ..block.lanes import Lanes, analyse
 from ..block.prefetch import pure_scalar
-from ..block.storage import Storage, plan
+from ..block.storage import Storage, plan, tile_bytes
 from ..builtins.tile import ELEMENT, INTO, VARYING_ARGS
 from ..errors import KernelSyntaxError
 from ..ir import nodes as ir
@@ -46,6 +46,26 @@ def wgmma_blocks(fn: ir.Function, storage: Storage, threads: int) -> int:
     tiles on 256 threads: 338 -> 454 TFLOP/s, benchmarks/RESULTS.md); else 1."""
     held = [v.type.size // threads for v in fn.values if id(v) in storage.wgmma]
     return 2 if held and max(held) + 64 <= 65536 // (2 * threads) else 1
+
+
+#: register tiles of at most this many 4-byte words a thread leave a kernel room under 64 registers
+LIGHT_TILE_WORDS = 16
+
+
+def blocks_per_sm(fn: ir.Function, storage: Storage, threads: int) -> int:
+    """CUDA blocks per SM to ask of a tile kernel (__launch_bounds__' second argument: it caps the
+    registers a thread may use). wgmma kernels: ``wgmma_blocks``. A kernel of 128 or more threads
+    whose register tiles are light (<= 16 words a thread, no mma accumulators) is held to 64
+    registers, so half the SM's threads stay resident: ptxas otherwise spends registers on loads in
+    flight (a row softmax of 4096 floats on 256 threads took 96, 2 blocks an SM: 75 % of the copy
+    rate; at 64 registers 4 blocks: 95 %, benchmarks/RESULTS.md)."""
+    if storage.wgmma:
+        return wgmma_blocks(fn, storage, threads)
+    if threads < 128 or storage.mma:
+        return 1
+    words = [-(-tile_bytes(v.type) // (4 * threads)) for v in fn.values
+             if isinstance(v.type, T.TileType) and id(v) not in storage.shared]
+    return max(1, 65536 // (64 * threads)) if words and max(words) <= LIGHT_TILE_WORDS else 1
 
 
 def constants(block: BlockShape, blocks: int = 1) -> list:

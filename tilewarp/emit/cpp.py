@@ -12,7 +12,7 @@ from ..ir import nodes as ir
 from . import names
 from ..block.combine import combined_atomics
 from .block import (LaneGrouping, block_analysis, block_args, declare, deferred_struct, into_expression, loads_in_flight,
-                    prologue, wgmma_blocks)
+                    prologue, blocks_per_sm)
 from ..compile.nvrtc import MATHDX_MARK
 from .block import constants as block_constants
 from .block import entry as block_entry
@@ -37,7 +37,7 @@ def emit_module(kernel: ir.Function, sites=None, block=None, mathdx: bool = Fals
     if printer.mathdx:  # cuBLASDx's headers only where asked for (compile/nvrtc.py adds their paths)
         out[1:1] = ['#include "tile/dx.h"', MATHDX_MARK]
     if block is not None:
-        out += block_constants(block, wgmma_blocks(kernel, printer.storage, block.threads))
+        out += block_constants(block, blocks_per_sm(kernel, printer.storage, block.threads))
     plan = forward_plan(kernel)  # the callees, and the adjoints wp.grad(f) calls
     out += structs.definitions([*plan.functions, kernel])  # @wp.struct types, each after those it contains
     if plan.adjoints:
