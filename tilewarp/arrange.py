@@ -483,8 +483,11 @@ class ArrangedKernel:
             config["block_dim"] = bd_pinned or tune.rule_of_thumb(self._largest_output(arrays, config))
             return config
         shapes = ";".join(f"{T.type_name(a.dtype)}{tuple(a.shape)}" for a in arrays)
+        kernel, blocks = self._build(arrays, config)
+        code = tune.code_identity(kernel, device, blocks, bd_pinned or tune.rule_of_thumb(
+            self._largest_output(arrays, config)))
         key = tune.tuning_key(f"{self.fn.__module__}.{self.fn.__qualname__}|{shapes}|{sorted(pinned.items())}|"
-                              f"{ast.dump(get_source(self.fn).tree)}", device)
+                              f"{ast.dump(get_source(self.fn).tree)}|{code}", device)
         remembered = tune.recall(key)
         if remembered is not None:
             return dict(remembered)

@@ -44,6 +44,15 @@ def device_name(device) -> str:
     return getattr(device, "name", None) or str(device)
 
 
+def code_identity(kernel, device, blocks: int, block_dim: int) -> str:
+    """A digest of the code ``kernel`` compiles to (at ``block_dim``): a choice remembered on disk is
+    only reused for the same generated code, not after tilewarp's code generation has changed."""
+    from ..runtime.tiled import block_shape
+
+    compiled = kernel.compiled(device, block_shape(kernel, [blocks, block_dim], block_dim))
+    return hashlib.sha256(compiled.source.encode()).hexdigest()[:16]
+
+
 def tuning_key(identity: str, device) -> str:
     return hashlib.sha256(f"{identity}|{device_name(device)}".encode()).hexdigest()[:32]
 
@@ -88,18 +97,25 @@ def forget_memory() -> None:
         _memory.clear()
 
 
-def seconds_per_run(run, device) -> float:
-    """Median seconds of ``run()`` (after a first call that compiles and warms up)."""
+def seconds_per_run(run, device, budget: float = 0.002) -> float:
+    """Median seconds of ``run()`` over 5 batches of back-to-back runs, each batch about ``budget``
+    seconds long (so launch latency does not swamp short kernels), after a first call that compiles
+    and warms up."""
     from ..runtime.device import synchronize_device
 
     run()
     synchronize_device(device)
+    t0 = time.perf_counter()
+    run()
+    synchronize_device(device)
+    batch = max(1, min(100, int(budget / max(time.perf_counter() - t0, 1e-6))))
     samples = []
     for _ in range(5):
         t0 = time.perf_counter()
-        run()
+        for _ in range(batch):
+            run()
         synchronize_device(device)
-        samples.append(time.perf_counter() - t0)
+        samples.append((time.perf_counter() - t0) / batch)
     samples.sort()
     return samples[len(samples) // 2]
 
@@ -133,7 +149,7 @@ def block_dim_for(call, kernel, blocks, inputs, outputs, device, out_operands) -
 
     device = get_device(device)
     shapes = ";".join(f"{a.dtype.__name__}{tuple(a.shape)}" for a in [*inputs, *outputs])
-    identity = f"{kernel.key}|{shapes}|{blocks}"
+    identity = f"{kernel.key}|{shapes}|{blocks}|{code_identity(kernel, device, blocks, rule_of_thumb(elements))}"
     key = tuning_key(identity, device)
     choice = recall(key)
     if choice is not None:
