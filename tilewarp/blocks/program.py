@@ -228,10 +228,10 @@ def wrap_body(fn, refs, grid, names, parallel, sequential, peel=False) -> list:
             body.append(assign(names[axis], e))
             stride *= grid[axis]
     for ref in refs:
-        shape = ast.Tuple([const(b) for b in ref.block], ast.Load())
+        shape = ast.Tuple([const(b) for b in ref.acc_shape], ast.Load())
         if ref.output and getattr(ref, "init_load", False):  # an output the body also reads: its values
-            body.append(assign(ref.acc, wp("tile_load", ast.Name(ref.array, ast.Load()), shape=shape,
-                                           offset=ast.Tuple(list(ref.offsets), ast.Load()))))
+            body.append(assign(ref.acc, wp("tile_load", ref.target(), shape=shape,
+                                           offset=ast.Tuple(ref.inner_offsets, ast.Load()))))
         elif ref.output:
             body.append(assign(ref.acc, wp("tile_zeros", shape=shape,
                                            dtype=ast.Name(f"_blk_dtype_{ref.name}", ast.Load()))))
@@ -258,8 +258,8 @@ def wrap_body(fn, refs, grid, names, parallel, sequential, peel=False) -> list:
     body += inner
     for ref in refs:
         if ref.output:
-            body.append(ast.Expr(wp("tile_store", ast.Name(ref.array, ast.Load()), ast.Name(ref.acc, ast.Load()),
-                                    offset=ast.Tuple(list(ref.offsets), ast.Load()))))
+            body.append(ast.Expr(wp("tile_store", ref.target(), ast.Name(ref.acc, ast.Load()),
+                                    offset=ast.Tuple(ref.inner_offsets, ast.Load()))))
     return body
 
 

@@ -45,6 +45,32 @@ class BlockRef:
         return len(self.shape)
 
     @property
+    def lead(self) -> int:
+        """Leading squeezed dimensions, taken by indexing the array (a view, as ``x[i]``) instead of
+        loading extent-1 dimensions and reshaping (one dimension always stays)."""
+        n = 0
+        while n < len(self.squeezed) - 1 and self.squeezed[n]:
+            n += 1
+        return n
+
+    @property
+    def acc_shape(self) -> tuple:
+        """An output's accumulator: the block past the leading squeezed dimensions."""
+        return self.block[self.lead:]
+
+    def target(self):
+        """The array the tile operations address: the array, or its view at the leading indices."""
+        arr = ast.Name(self.array, ast.Load())
+        if not self.lead:
+            return arr
+        index = [copy.deepcopy(o) for o in self.offsets[:self.lead]]
+        return ast.Subscript(arr, index[0] if len(index) == 1 else ast.Tuple(index, ast.Load()), ast.Load())
+
+    @property
+    def inner_offsets(self) -> list:
+        return [copy.deepcopy(o) for o in self.offsets[self.lead:]]
+
+    @property
     def size(self) -> int:
         n = 1
         for b in self.shape:
@@ -85,7 +111,7 @@ class BlockRef:
             return self._read_accumulator(lw, entries, node)
         starts, sizes, dropped = [], [], []
         kept = iter(entries)
-        for offset, squeezed in zip(self.offsets, self.squeezed):
+        for offset, squeezed in zip(self.offsets[self.lead:], self.squeezed[self.lead:]):
             if squeezed:
                 starts.append(copy.deepcopy(offset))
                 sizes.append(1)
@@ -95,14 +121,13 @@ class BlockRef:
             starts.append(_plus(copy.deepcopy(offset), start))
             sizes.append(1 if size is None else size)
             dropped.append(size is None)
-        tree = _call("tile_load", [ast.Name(self.array, ast.Load())],
-                     shape=_ints(sizes), offset=ast.Tuple(starts, ast.Load()))
+        tree = _call("tile_load", [self.target()], shape=_ints(sizes), offset=ast.Tuple(starts, ast.Load()))
         return finish(lw, tree, sizes, dropped, node)
 
     def _full_rank(self, entries):
         """Entries of the kept dimensions as entries of every array dimension (squeezed: index 0)."""
         kept = iter(entries)
-        return [(None, None) if s else next(kept) for s in self.squeezed]
+        return [(None, None) if s else next(kept) for s in self.squeezed[self.lead:]]
 
     def _whole(self, entries) -> bool:
         return all(e == (None, n) for e, n in zip(entries, self.shape))
@@ -117,7 +142,7 @@ class BlockRef:
         if all(dropped):
             return lw.call("tile_extract", [acc, *offsets], node)
         if self._whole(entries):
-            return reshape(lw, acc, self.shape, node) if any(self.squeezed) else acc
+            return reshape(lw, acc, self.shape, node) if any(self.squeezed[self.lead:]) else acc
         view = lw.call("tile_view", [acc, *offsets], node, ((("o",),) * len(sizes), tuple(sizes)))
         return reshape(lw, view, [n for n, d in zip(sizes, dropped) if not d], node) if any(dropped) else view
 
@@ -171,7 +196,7 @@ class RefPlace:
         lw, ref = self.lw, self.ref
         whole = all(e == (None, n) for e, n in zip(self.entries, ref.shape))
         product = node.value
-        if op == "add" and whole and ref.output and not any(ref.squeezed) and isinstance(product, ast.BinOp) \
+        if op == "add" and whole and ref.output and ref.acc_shape == ref.shape and isinstance(product, ast.BinOp) \
                 and isinstance(product.op, ast.MatMult):
             from ..frontend.tile_elementwise import accumulate_product
 
