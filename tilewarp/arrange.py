@@ -27,11 +27,13 @@ import numpy as np
 
 from . import types as T
 from .blocks import tune
-from .blocks.program import BlockSpecError, as_array, kernel_for, source_text, wrap_body
+from .blocks.program import BlockSpecError, as_array, kernel_for, launcher, source_text, wrap_body
 from .blocks.refs import BlockRef, parse_index
 from .errors import KernelTypeError
 from .frontend.control import assigned_names
 from .frontend.source import get_source
+from .runtime.array import array
+from .runtime.device import get_device
 
 __all__ = ["Symbol", "Tensor", "jit", "BlockSpecError"]
 
@@ -363,14 +365,14 @@ class ArrangedKernel:
         self._plans: dict = {}
 
     def __call__(self, *args, **meta):
-        from .runtime.array import array
-        from .runtime.device import get_device
-
         if len(args) != len(self.params):
             raise TypeError(f"{self.fn.__name__}() takes {len(self.params)} arrays, got {len(args)}")
-        given = [a for a in args if isinstance(a, array)]
+        # arrays and DLPack tensors keep their device; NumPy arrays follow the first of them
+        viewed = [as_array(a, None, f"argument '{n}'") if isinstance(a, array) or (
+            hasattr(a, "__dlpack__") and not isinstance(a, np.ndarray)) else a for a, n in zip(args, self.params)]
+        given = [a for a in viewed if isinstance(a, array)]
         device = given[0].device if given else get_device(None)
-        arrays = [as_array(a, device, f"argument '{n}'") for a, n in zip(args, self.params)]
+        arrays = [as_array(a, device, f"argument '{n}'") for a, n in zip(viewed, self.params)]
         pinned = {**self.meta, **meta}
         unknown = set(pinned) - {s.name for s in self.metas} - {"block_dim"}
         if unknown:
@@ -383,11 +385,8 @@ class ArrangedKernel:
             kernel, blocks = self._build(arrays, config)
             if self.debug:
                 print(source_text(kernel))
-            plan = self._plans[key] = (kernel, blocks, config)
-        kernel, blocks, config = plan
-        from .runtime.tiled import launch_tiled
-
-        launch_tiled(kernel, dim=[blocks], inputs=arrays, block_dim=config["block_dim"], device=device)
+            plan = self._plans[key] = launcher(kernel, get_device(device), blocks, config["block_dim"])
+        plan(arrays)
         for a, arr in zip(args, arrays):  # NumPy outputs: the results copied back
             if isinstance(a, np.ndarray) and arr is not a:
                 a[...] = arr.numpy().reshape(a.shape)

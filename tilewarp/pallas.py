@@ -24,15 +24,14 @@ import numpy as np
 from . import types as T
 from .blocks import tune
 from .blocks.index_expr import IndexMapError, grid_points, trace
-from .blocks.program import (BlockSpecError, as_array, kernel_for, source_text, split_parameters, unwrap,
-                             wp_dtype, wrap_body)
+from .blocks.program import (BlockSpecError, as_array, kernel_for, launcher, source_text, split_parameters,
+                             unwrap, wp_dtype, wrap_body)
 from .blocks.refs import BlockRef, at, parse_index
 from .errors import KernelSyntaxError, KernelTypeError
 from .frontend.source import get_source
 from .runtime import tape_state
 from .runtime.array import array, uninitialized, zeros
 from .runtime.device import get_device
-from .runtime.tiled import launch_tiled
 
 __all__ = ["BlockSpec", "Blocked", "Unblocked", "ShapeDtypeStruct", "pallas_call", "program_id", "num_programs",
            "ds", "dslice", "load", "store", "when", "cdiv", "BlockSpecError", "IndexMapError"]
@@ -478,8 +477,7 @@ class PallasCall:
             print(source_text(kernel))
         blocks = int(np.prod([self.grid[a] for a in parallel])) if parallel else 1
         covered = [op.covers(points) for op in operands[n_in:]]
-        return {"kernel": kernel, "operands": operands, "points": points, "blocks": blocks, "block_dim": None,
-                "covered": covered}
+        return {"kernel": kernel, "operands": operands, "points": points, "blocks": blocks, "covered": covered}
 
     def _kernel(self, operands, n_in, program, parallel):
         names, values = split_parameters(self.fn, self.bound, len(operands), "pallas_call")
@@ -513,11 +511,12 @@ class PallasCall:
         outs = [(uninitialized if covered else zeros)(shape or (1,), dtype=dtype, device=run_device,
                                                       requires_grad=grad)
                 for (shape, dtype), covered in zip(self.outs, plan["covered"])]
-        if plan["block_dim"] is None:
-            plan["block_dim"] = tune.block_dim_for(self, kernel, blocks, run_inputs, outs, run_device,
-                                                   operands[len(inputs):])
-        launch_tiled(kernel, dim=[blocks], inputs=[*run_inputs, *outs], block_dim=plan["block_dim"],
-                     device=run_device)
+        run = plan.get("run")
+        if run is None or plan["device"] != str(run_device):
+            block_dim = tune.block_dim_for(self, kernel, blocks, run_inputs, outs, run_device, operands[len(inputs):])
+            run = plan["run"] = launcher(kernel, get_device(run_device), blocks, block_dim)
+            plan["device"] = str(run_device)
+        run([*run_inputs, *outs])
         if self.interpret and str(device) != "cpu":
             outs = [array(o.numpy(), dtype=o.dtype, device=device) for o in outs]
         return outs[0] if self.single else tuple(outs)
