@@ -109,6 +109,19 @@ class BlockRef:
         dimension is indexed by an integer."""
         if self.output:
             return self._read_accumulator(lw, entries, node)
+        if self._whole(entries):  # a block read again where nothing moved it: the first read's tile
+            key = (self.name, tuple(id(lw.symbols.get(n.id)) for o in self.offsets for n in ast.walk(o)
+                                    if isinstance(n, ast.Name)))
+            reads = lw.__dict__.setdefault("_blk_reads", {})
+            if key in reads and not _written_in_place(lw.fn.body, reads[key]):
+                return reads[key]
+            value = self._load(lw, entries, node)
+            if lw.stmts is lw.fn.body:  # at the top level: it dominates every later read
+                reads[key] = value
+            return value
+        return self._load(lw, entries, node)
+
+    def _load(self, lw, entries, node):
         starts, sizes, dropped = [], [], []
         kept = iter(entries)
         for offset, squeezed in zip(self.offsets[self.lead:], self.squeezed[self.lead:]):
@@ -230,6 +243,12 @@ def parse_index(lw, ref, index, node) -> list:
                               f"{len(entries)}", lw.src.loc(node))
     entries += [ast.Slice(None, None, None)] * (len(shape) - len(entries))
     return [_entry(lw, ref, e, extent, node) for e, extent in zip(entries, shape)]
+
+
+def _written_in_place(body, value) -> bool:
+    """Whether a statement changes ``value`` in place (t[i] = x, tile_assign, an in-place FFT, ...)."""
+    return any(isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and s.op.builtin.side_effect
+               and s.op.args and s.op.args[0] is value for s in ir.walk(body))
 
 
 def _is_ellipsis(e) -> bool:
