@@ -158,6 +158,12 @@ class Tensor:
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
         return self._derived("squeeze", tuple(sorted(d % self.ndim for d in dims)))
 
+    def permute(self, *args, **kwargs):
+        raise NotImplementedError("Tensor.permute() is not supported: tiles must be boxes of the array in its order")
+
+    def flatten(self, *args, **kwargs):
+        raise NotImplementedError("Tensor.flatten() is not supported")
+
     @property
     def ndim(self) -> int:
         dims = self._level_ndims()

@@ -32,6 +32,9 @@ verify_fp: bool = False
 #: (docs/TILES.md): False by default, unlike Warp, as ours are faster and compile in about a second
 #: where cuBLASDx takes 10-20 s a kernel; a module's ``enable_mathdx_gemm`` option overrides it.
 enable_mathdx_gemm: bool = False
+#: Block programs (tilewarp.pallas, tilewarp.arrange) time candidate meta-parameters on a first call;
+#: False (or $TILEWARP_TUNE=0) takes a rule of thumb instead (docs/BLOCKS.md).
+block_tuning: bool = True
 
 #: Called with the setting's name after any ``wp.config.<name> = value`` (and after a module's
 #: options change): the launch caches decide debug vs release and ``verify_fp`` once per kernel.
