@@ -19,19 +19,12 @@ import tilewarp as wp
 from tilewarp import arrange, pallas as pl
 from tilewarp.arrange import Symbol, Tensor
 
+from .matmul import timed as matmul_timed
+
 
 def timed(fn, sync, iters=20):
     """Median seconds per call over 5 rounds of ``iters`` (after one warm-up call)."""
-    fn()
-    sync()
-    rounds = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(iters):
-            fn()
-        sync()
-        rounds.append((time.perf_counter() - t0) / iters)
-    return sorted(rounds)[2]
+    return matmul_timed(fn, sync, iters)
 
 
 def first_call(fn, sync):
