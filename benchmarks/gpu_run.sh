@@ -29,6 +29,10 @@
 #   warpsuite Warp's own core and tile tests against tilewarp (cpu + cuda:0)
 #   mmsuite   Warp's own tile_matmul test files only (cpu + cuda:0)
 #   blocks    the block-program tests (tilewarp.pallas, tilewarp.arrange) on cuda:0, then benchmarks/blocks.py
+#   dist      tilewarp.distributed on one GPU: its tests on cuda:0, both examples under torchrun (NCCL, 1 rank)
+#             with --check, and each against its CPU run
+#   dist2     on a 2-GPU machine: both examples on 2 ranks (NCCL) with --check, and the wave example's
+#             strong scaling on a 16384^2 grid (1 rank against 2, ms a step: compute and exchange)
 set -uo pipefail
 REPO="$PWD"
 export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 TILEWARP_CACHE_DIR=/tmp/tw-cache
@@ -116,6 +120,29 @@ PYEOF
     grep -E "^(FAILED|ERROR)|passed|failed|^E  " "$OUT/blocks_tests.txt" | head -30
     timeout 420 python -m benchmarks.blocks --device cuda:0 ${BLOCKS_ARGS:-} 2>&1 | tee "$OUT/blocks_bench.txt" \
       | grep -v "compiled in\|loaded from" ;;
+  dist)
+    TILEWARP_TEST_DEVICES=cuda:0 timeout 300 python -m pytest -q -p no:cacheprovider --tb=short tests/distributed \
+      > "$OUT/dist_tests.txt" 2>&1
+    grep -E "^(FAILED|ERROR)|passed|failed|^E  " "$OUT/dist_tests.txt" | head -20
+    (cd examples && for ex in "dist_wave.py --n 1024 --steps 200 --image $OUT/dist_wave.png" "dist_diffsim.py"; do
+      timeout 200 torchrun --nproc_per_node 1 $ex --check 2>&1 | grep -v "^W\|^\*\*\*\|OMP_NUM" | tail -3; done)
+    (cd examples && timeout 200 python - <<'PYEOF'
+import numpy as np, tilewarp as wp, dist_wave, dist_diffsim
+from tilewarp import distributed as dist
+wp.config.quiet = True
+one = lambda d: dist.Context(0, 1, 0, "single", wp.get_device(d))
+f_gpu, _, _ = dist_wave.simulate(one("cuda:0"), 512, 200); f_cpu, _, _ = dist_wave.simulate(one("cpu"), 512, 200)
+print(f"wave 512^2, 200 steps: cuda:0 against cpu, max |difference| {np.abs(f_gpu - f_cpu).max():.3g} (field max {np.abs(f_cpu).max():.3f})")
+h_gpu, v_gpu = dist_diffsim.optimise(one("cuda:0"), 256, 20); h_cpu, v_cpu = dist_diffsim.optimise(one("cpu"), 256, 20)
+print(f"diffsim: loss {h_gpu[-1][0]:.5f} (cuda:0) vs {h_cpu[-1][0]:.5f} (cpu); velocity {np.round(v_gpu, 4)} vs {np.round(v_cpu, 4)}")
+PYEOF
+    ) ;;
+  dist2)
+    nvidia-smi -L
+    (cd examples && for ex in "dist_wave.py --n 4096 --steps 200 --image $OUT/dist_wave2.png" "dist_diffsim.py"; do
+      timeout 200 torchrun --nproc_per_node 2 $ex --check 2>&1 | grep -v "^W\|^\*\*\*\|OMP_NUM" | tail -3; done
+     for n in 1 2; do timeout 250 torchrun --nproc_per_node $n dist_wave.py --n 16384 --steps 100 --image "" 2>&1 \
+       | grep "rank(s)"; done) ;;
   tiles)
     TILEWARP_TEST_DEVICES=cuda:0 timeout 300 python -m pytest -q -p no:cacheprovider --tb=short tests/tiles \
       > "$OUT/tiles_tests.txt" 2>&1
