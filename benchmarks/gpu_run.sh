@@ -124,7 +124,7 @@ PYEOF
     TILEWARP_TEST_DEVICES=cuda:0 timeout 300 python -m pytest -q -p no:cacheprovider --tb=short tests/distributed \
       > "$OUT/dist_tests.txt" 2>&1
     grep -E "^(FAILED|ERROR)|passed|failed|^E  " "$OUT/dist_tests.txt" | head -20
-    (cd examples && for ex in "dist_wave.py --n 1024 --steps 200 --image $OUT/dist_wave.png" "dist_diffsim.py"; do
+    (cd examples && for ex in "dist_wave.py --grid 1024 --steps 200 --image $OUT/dist_wave.png" "dist_diffsim.py"; do
       timeout 200 torchrun --nproc_per_node 1 $ex --check 2>&1 | grep -v "^W\|^\*\*\*\|OMP_NUM" | tail -3; done)
     (cd examples && timeout 200 python - <<'PYEOF'
 import numpy as np, tilewarp as wp, dist_wave, dist_diffsim
@@ -139,9 +139,9 @@ PYEOF
     ) ;;
   dist2)
     nvidia-smi -L
-    (cd examples && for ex in "dist_wave.py --n 4096 --steps 200 --image $OUT/dist_wave2.png" "dist_diffsim.py"; do
+    (cd examples && for ex in "dist_wave.py --grid 4096 --steps 200 --image $OUT/dist_wave2.png" "dist_diffsim.py"; do
       timeout 200 torchrun --nproc_per_node 2 $ex --check 2>&1 | grep -v "^W\|^\*\*\*\|OMP_NUM" | tail -3; done
-     for n in 1 2; do timeout 250 torchrun --nproc_per_node $n dist_wave.py --n 16384 --steps 100 --image "" 2>&1 \
+     for n in 1 2; do timeout 250 torchrun --nproc_per_node $n dist_wave.py --grid 16384 --steps 100 --image "" 2>&1 \
        | grep "rank(s)"; done) ;;
   tiles)
     TILEWARP_TEST_DEVICES=cuda:0 timeout 300 python -m pytest -q -p no:cacheprovider --tb=short tests/tiles \

@@ -8,7 +8,7 @@ whole grid, so the decomposed run is bit-identical to it (``--check`` compares t
 Rank 0 writes the final field as an image and reports the time a step takes, split into compute
 and exchange.
 
-    python examples/dist_wave.py [--device cpu] [--n 256] [--steps 300] [--check] [--image dist_wave.png]
+    python examples/dist_wave.py [--device cpu] [--grid 256] [--steps 300] [--check] [--image dist_wave.png]
     mpiexec -n 2 python examples/dist_wave.py --device cpu --check
     torchrun --nproc_per_node 2 examples/dist_wave.py --check
 """
@@ -68,24 +68,24 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", default=None, help="cpu or cuda:N (default: cuda:<local rank> where GPUs are)")
     ap.add_argument("--backend", default="auto")
-    ap.add_argument("--n", type=int, default=256)
+    ap.add_argument("--grid", type=int, default=256, help="points a side")
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--check", action="store_true", help="rank 0 runs the whole grid alone and compares")
     ap.add_argument("--image", default="dist_wave.png", help="the final field (rank 0; '' for none)")
     a = ap.parse_args(argv)
     wp.config.quiet = True
     ctx = dist.init(a.backend, device=a.device)
-    field, compute, exchange = simulate(ctx, a.n, a.steps, gather=bool(a.check or a.image))
+    field, compute, exchange = simulate(ctx, a.grid, a.steps, gather=bool(a.check or a.image))
     if ctx.rank != 0:
         return None
-    print(f"{ctx.size} rank(s) on {ctx.device} ({ctx.backend}): {a.n}x{a.n} grid, {a.steps} steps, "
+    print(f"{ctx.size} rank(s) on {ctx.device} ({ctx.backend}): {a.grid}x{a.grid} grid, {a.steps} steps, "
           f"{(compute + exchange) * 1e3:.3f} ms a step ({compute * 1e3:.3f} compute, {exchange * 1e3:.3f} exchange)")
     if a.image:
         save_image(field, a.image)
         print(f"wrote {a.image}")
     if a.check:
         alone = dist.Context(0, 1, 0, "single", ctx.device)
-        reference, _, _ = simulate(alone, a.n, a.steps)
+        reference, _, _ = simulate(alone, a.grid, a.steps)
         difference = float(np.abs(field - reference).max())
         print(f"check against one process: max |difference| {difference:.3g}"
               f"{' (bit-identical)' if np.array_equal(field, reference) else ''}")

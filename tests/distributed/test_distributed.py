@@ -23,8 +23,9 @@ def ranks(n, script, *args, timeout=600):
     pytest.importorskip("mpi4py")
     if MPIEXEC is None:
         pytest.skip("no mpiexec (pip install tilewarp[dist])")
+    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}  # Open MPI in containers
     res = subprocess.run([MPIEXEC, "-n", str(n), sys.executable, str(script), *args], capture_output=True, text=True,
-                         timeout=timeout, cwd=str(Path(script).parent))
+                         timeout=timeout, cwd=str(Path(script).parent), env=env)
     assert res.returncode == 0, f"{script} on {n} ranks failed:\n{res.stdout}\n{res.stderr}"
     return res.stdout
 
@@ -98,7 +99,7 @@ def test_collectives_over_ranks():
 
 def test_wave_example_is_bit_identical_on_two_ranks(tmp_path):
     image = tmp_path / "wave.png"
-    out = ranks(2, EXAMPLES / "dist_wave.py", "--device", "cpu", "--check", "--n", "96", "--steps", "80",
+    out = ranks(2, EXAMPLES / "dist_wave.py", "--device", "cpu", "--check", "--grid", "96", "--steps", "80",
                 "--image", str(image))
     assert "2 rank(s) on cpu (mpi)" in out and "(bit-identical)" in out, out
     assert image.exists() or image.with_suffix(".npy").exists()
@@ -120,7 +121,7 @@ def test_examples_alone_in_one_process(device):
     finally:
         sys.path.remove(str(EXAMPLES))
     os.environ.pop("RANK", None)
-    field = dist_wave.main(["--device", device, "--n", "64", "--steps", "30", "--image", "", "--check"])
+    field = dist_wave.main(["--device", device, "--grid", "64", "--steps", "30", "--image", "", "--check"])
     assert field.shape == (64, 64) and np.isfinite(field).all() and np.abs(field).max() > 0.05
     history = dist_diffsim.main(["--device", device, "--balls", "32", "--iterations", "8"])
     assert history[-1][0] < history[0][0]
