@@ -233,8 +233,11 @@ def init(backend: str = "auto", device=None, timeout: float = 300.0) -> Context:
     except ImportError as e:
         raise DistributedError(f"backend '{backend}' needs torch") from e
     if not dist.is_initialized():
+        import atexit
+
         kwargs = {"device_id": torch.device(f"cuda:{device.ordinal}")} if backend == "nccl" else {}
         dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout), **kwargs)
+        atexit.register(lambda: dist.is_initialized() and dist.destroy_process_group())  # NCCL frees its resources
     return Context(dist.get_rank(), dist.get_world_size(), env["local_rank"], backend, device, timeout, _torch=torch)
 
 
