@@ -133,11 +133,15 @@ class Context:
                 return
             every = self.comm.allgather(description)
         else:
-            everyone = [None] * self.size
-            self._torch.distributed.all_gather_object(everyone, description)
-            if all(d == everyone[0] for d in everyone):
+            torch, dist = self._torch, self._torch.distributed
+            where = torch.device("cpu" if self.device.is_cpu else f"cuda:{self.device.ordinal}")
+            lo, hi = torch.tensor(low, device=where), torch.tensor(high, device=where)
+            dist.all_reduce(lo, op=dist.ReduceOp.MIN)
+            dist.all_reduce(hi, op=dist.ReduceOp.MAX)
+            if torch.equal(lo, hi):
                 return
-            every = everyone
+            every = [None] * self.size
+            dist.all_gather_object(every, description)
         lines = "; ".join(f"rank {r}: {d}" for r, d in enumerate(every))
         raise DistributedError(f"{what}: the ranks passed different arrays ({lines})")
 
@@ -232,6 +236,8 @@ def init(backend: str = "auto", device=None, timeout: float = 300.0) -> Context:
         import torch.distributed as dist
     except ImportError as e:
         raise DistributedError(f"backend '{backend}' needs torch") from e
+    if backend == "nccl":
+        torch.cuda.set_device(device.ordinal)  # NCCL's own buffers (object collectives) go to this rank's GPU
     if not dist.is_initialized():
         import atexit
 
@@ -295,6 +301,7 @@ class Decomposition:
                 raise ValueError(f"Decomposition: axis {a} has {n} points for {d} ranks: blocks of {smallest[a]} "
                                  f"cannot hold ghost layers {ghost} deep (use fewer ranks or a thinner ghost)")
         self.local_shape = tuple(b + 2 * ghost for b in self.block)
+        self._checked = False
         self.interior = tuple(slice(ghost, ghost + b) for b in self.block)
 
     def neighbour(self, axis: int, step: int):
@@ -324,7 +331,9 @@ class Decomposition:
         g = self.ghost
         if g == 0:
             return a
-        self.ctx.check_same((self.dims, self.ghost, T.type_name(a.dtype)), "exchange")
+        if not self._checked:  # the first exchange, on every rank alike: the same grid, ghosts and dtype
+            self.ctx.check_same((self.shape, self.dims, self.ghost, T.type_name(a.dtype)), "exchange")
+            self._checked = True
         for axis in range(len(self.shape)):
             sends = []
             n = self.local_shape[axis]
