@@ -131,7 +131,7 @@ import numpy as np, tilewarp as wp, dist_wave, dist_diffsim
 from tilewarp import distributed as dist
 wp.config.quiet = True
 one = lambda d: dist.Context(0, 1, 0, "single", wp.get_device(d))
-f_gpu, _, _ = dist_wave.simulate(one("cuda:0"), 512, 200); f_cpu, _, _ = dist_wave.simulate(one("cpu"), 512, 200)
+f_gpu = dist_wave.simulate(one("cuda:0"), 512, 200)[0]; f_cpu = dist_wave.simulate(one("cpu"), 512, 200)[0]
 print(f"wave 512^2, 200 steps: cuda:0 against cpu, max |difference| {np.abs(f_gpu - f_cpu).max():.3g} (field max {np.abs(f_cpu).max():.3f})")
 h_gpu, v_gpu = dist_diffsim.optimise(one("cuda:0"), 256, 20); h_cpu, v_cpu = dist_diffsim.optimise(one("cpu"), 256, 20)
 print(f"diffsim: loss {h_gpu[-1][0]:.5f} (cuda:0) vs {h_cpu[-1][0]:.5f} (cpu); velocity {np.round(v_gpu, 4)} vs {np.round(v_cpu, 4)}")
