@@ -67,6 +67,7 @@ class Context:
     device: object  # the tilewarp Device this rank computes on
     timeout: float = 300.0
     comm: object = None  # mpi4py communicator (backend "mpi")
+    broken: bool = False  # a collective passed its deadline
     _torch: object = field(default=None, repr=False)
 
     # ---- zero-copy views -----------------------------------------------------------------------
@@ -184,6 +185,7 @@ class Context:
         pause = 1e-5
         while not MPI.Request.Testall(requests):
             if time.monotonic() > deadline:
+                self.broken = True  # its requests stay pending: at exit the job is aborted (init), not finalised
                 raise DistributedError(f"{what}: rank {self.rank} of {self.size} waited {self.timeout:g} s for the "
                                        "other ranks (one of them stopped or is doing something else)")
             time.sleep(pause)
@@ -233,9 +235,15 @@ def init(backend: str = "auto", device=None, timeout: float = 300.0) -> Context:
             from mpi4py import MPI
         except ImportError as e:
             raise DistributedError("backend 'mpi' needs mpi4py (pip install tilewarp[dist])") from e
+        import atexit
+
         comm = MPI.COMM_WORLD
         local = comm.Split_type(MPI.COMM_TYPE_SHARED).Get_rank()
-        return Context(comm.Get_rank(), comm.Get_size(), local, "mpi", device, timeout, comm=comm)
+        ctx = Context(comm.Get_rank(), comm.Get_size(), local, "mpi", device, timeout, comm=comm)
+        # after a deadline passed, MPI_Finalize would wait for the missing rank forever: end the job
+        # instead (atexit runs this before mpi4py's own finalisation, registered earlier)
+        atexit.register(lambda: ctx.broken and comm.Abort(1))
+        return ctx
     if backend not in ("nccl", "gloo"):
         raise ValueError(f"init: unknown backend {backend!r}")
     try:

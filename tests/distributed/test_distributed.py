@@ -97,6 +97,28 @@ def test_collectives_over_ranks():
     assert out.count("collectives ok") == 2, out
 
 
+@pytest.mark.parametrize("mode", ["die", "idle"])
+def test_a_missing_rank_ends_the_job_without_a_hang(mode):
+    """A rank that dies (the launcher ends the job, MPICH's default; with -disable-auto-cleanup the
+    others run on) or that lives on without taking part: rank 0 raises at its deadline, saying so,
+    and the job is aborted instead of waiting in MPI_Finalize."""
+    pytest.importorskip("mpi4py")
+    if MPIEXEC is None:
+        pytest.skip("no mpiexec")
+    import time
+
+    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    hydra = "HYDRA" in subprocess.run([MPIEXEC, "--version"], capture_output=True, text=True).stdout
+    flags = ["-disable-auto-cleanup"] if hydra and mode == "die" else []
+    t0 = time.monotonic()
+    res = subprocess.run([MPIEXEC, *flags, "-n", "2", sys.executable, str(HERE / "dying_rank.py"), mode, "5"],
+                         capture_output=True, text=True, timeout=120, env=env)
+    said = res.stdout + res.stderr
+    assert res.returncode != 0 and time.monotonic() - t0 < 60, said
+    if mode == "idle" or flags:
+        assert "rank 0 of 2 waited 5 s for the other ranks" in res.stdout, said
+
+
 def test_wave_example_is_bit_identical_on_two_ranks(tmp_path):
     image = tmp_path / "wave.png"
     out = ranks(2, EXAMPLES / "dist_wave.py", "--device", "cpu", "--check", "--grid", "96", "--steps", "80",
