@@ -121,7 +121,8 @@ def save_image(field, path):
         return
     scale = max(float(np.abs(field).max()), 1e-6)
     v = np.clip(field / scale, -1.0, 1.0)
-    rgb = np.stack([0.5 + 0.5 * np.maximum(v, 0), 0.5 - 0.2 * np.abs(v), 0.5 + 0.5 * np.maximum(-v, 0)], axis=-1)
+    up, down = np.maximum(v, 0), np.maximum(-v, 0)  # white at rest, red crests, blue troughs
+    rgb = np.stack([1 - 0.85 * down, 1 - 0.85 * (up + down), 1 - 0.85 * up], axis=-1) ** 0.8
     Image.fromarray((rgb * 255).astype(np.uint8)).save(path)
 
 
