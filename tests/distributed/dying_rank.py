@@ -3,6 +3,7 @@
 the job is aborted rather than left waiting in MPI_Finalize."""
 import os
 import sys
+import time
 
 import tilewarp as wp
 from tilewarp import distributed as dist
@@ -13,6 +14,7 @@ ctx = dist.init(device="cpu", timeout=timeout)
 if ctx.rank == 1:
     if mode == "die":
         os._exit(3)  # no cleanup, as a crash
+    time.sleep(4 * timeout)  # busy elsewhere (the job ends before this does)
     sys.exit(0)
 try:
     ctx.allreduce(wp.ones(4, dtype=wp.float32, device="cpu"))
