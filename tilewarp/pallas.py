@@ -493,8 +493,9 @@ class PallasCall:
             prebound[f"_blk_dtype_{name}"] = op.dtype
             refs.append(ref)
         sequential = [a for a in range(len(self.grid)) if a not in parallel]
-        peel = any(isinstance(n, ast.FunctionDef) and n.decorator_list for n in ast.walk(get_source(self.fn).tree)
-                   if n is not get_source(self.fn).tree)  # pl.when blocks: see wrap_body
+        tree = get_source(self.fn).tree
+        peel = any(isinstance(n, ast.FunctionDef) and n.decorator_list and n is not tree
+                   for n in ast.walk(tree))  # pl.when blocks: see wrap_body
         body = wrap_body(self.fn, refs, self.grid, program.names, parallel, sequential, peel)
         return kernel_for(self.fn, body, params, prebound, program, "pallas")
 
