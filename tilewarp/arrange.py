@@ -27,13 +27,14 @@ import numpy as np
 
 from . import types as T
 from .blocks import tune
-from .blocks.program import BlockSpecError, as_array, kernel_for, launcher, source_text, wrap_body
+from .blocks.program import BlockSpecError, as_array, kernel_for, source_text, wrap_body
 from .blocks.refs import BlockRef, parse_index
 from .errors import KernelTypeError
 from .frontend.control import assigned_names
 from .frontend.source import get_source
 from .runtime.array import array
 from .runtime.device import get_device
+from .runtime.tiled import prepared_launch_tiled
 
 __all__ = ["Symbol", "Tensor", "jit", "BlockSpecError"]
 
@@ -391,7 +392,7 @@ class ArrangedKernel:
             kernel, blocks = self._build(arrays, config)
             if self.debug:
                 print(source_text(kernel))
-            plan = self._plans[key] = launcher(kernel, get_device(device), blocks, config["block_dim"])
+            plan = self._plans[key] = prepared_launch_tiled(kernel, blocks, config["block_dim"], get_device(device))
         plan(arrays)
         for a, arr in zip(args, arrays):  # NumPy outputs: the results copied back
             if isinstance(a, np.ndarray) and arr is not a:
@@ -530,14 +531,9 @@ class ArrangedKernel:
             largest = self._largest_output(arrays, config)
             options = [dict(config, block_dim=b) for b in tune.CANDIDATES if b <= max(32, largest)]
             config = min(options, key=measure)
-        spent = time.perf_counter() - t0
         ms = {", ".join(f"{k}={v}" for k, v in c): round(t * 1e3, 4) for c, t in timings.items()}
-        tune.remember(key, config, f"{self.fn.__qualname__}", ms)
-        tune.history.append((key, dict(config), ms, spent))
-        from .pipeline import log
-
-        log(f"tuned {self.fn.__qualname__} on {tune.device_name(device)}: "
-            f"{', '.join(f'{k}={v}' for k, v in config.items())} ({len(timings)} candidates in {spent:.2f} s)")
+        tune.settle(key, dict(config), self.fn.__qualname__, ms, time.perf_counter() - t0, device,
+                    f"{', '.join(f'{k}={v}' for k, v in config.items())} ({len(timings)} candidates)")
         return dict(config)
 
 

@@ -24,14 +24,15 @@ import numpy as np
 from . import types as T
 from .blocks import tune
 from .blocks.index_expr import IndexMapError, grid_points, trace
-from .blocks.program import (BlockSpecError, as_array, kernel_for, launcher, source_text, split_parameters,
-                             unwrap, wp_dtype, wrap_body)
+from .blocks.program import (BlockSpecError, as_array, kernel_for, source_text, split_parameters, unwrap,
+                             wp_dtype, wrap_body)
 from .blocks.refs import BlockRef, at, parse_index
 from .errors import KernelSyntaxError, KernelTypeError
 from .frontend.source import get_source
 from .runtime import tape_state
 from .runtime.array import array, uninitialized, zeros
 from .runtime.device import get_device
+from .runtime.tiled import prepared_launch_tiled
 
 __all__ = ["BlockSpec", "Blocked", "Unblocked", "ShapeDtypeStruct", "pallas_call", "program_id", "num_programs",
            "ds", "dslice", "load", "store", "when", "cdiv", "BlockSpecError", "IndexMapError"]
@@ -130,6 +131,14 @@ class _BodyCall:
         return f"pl.{self.name}"
 
 
+def _by_axis(lw, axis, values, node):
+    """``values[axis]`` for an axis known only at run time: a chain of choices."""
+    result = values[-1]
+    for k in reversed(range(len(values) - 1)):
+        result = lw.call("where", [lw.call("eq", [axis, lw.const(k, axis.type)], node), values[k], result], node)
+    return result
+
+
 def _program_id(lw, node):
     program = _program(lw, node, "program_id")
     axis = _axis_argument(lw, node, "program_id")
@@ -141,11 +150,7 @@ def _program_id(lw, node):
         return lw.symbols[program.names[k]]
     if rank == 0:
         raise KernelTypeError("pl.program_id(): the grid has no axes", lw.src.loc(node))
-    result = lw.symbols[program.names[rank - 1]]  # an axis known only at run time: a choice
-    for k in reversed(range(rank - 1)):
-        is_k = lw.call("eq", [axis, lw.const(k, axis.type)], node)
-        result = lw.call("where", [is_k, lw.symbols[program.names[k]], result], node)
-    return result
+    return _by_axis(lw, axis, [lw.symbols[name] for name in program.names], node)
 
 
 def _num_programs(lw, node):
@@ -157,11 +162,9 @@ def _num_programs(lw, node):
             raise KernelTypeError(f"pl.num_programs({axis.const}): the grid {program.grid} has {rank} axes",
                                   lw.src.loc(node))
         return lw.const(program.grid[int(axis.const)], T.int32)
-    result = lw.const(program.grid[-1], T.int32)
-    for k in reversed(range(rank - 1)):
-        is_k = lw.call("eq", [axis, lw.const(k, axis.type)], node)
-        result = lw.call("where", [is_k, lw.const(program.grid[k], T.int32), result], node)
-    return result
+    if rank == 0:
+        raise KernelTypeError("pl.num_programs(): the grid has no axes", lw.src.loc(node))
+    return _by_axis(lw, axis, [lw.const(g, T.int32) for g in program.grid], node)
 
 
 program_id = _BodyCall("program_id", _program_id)
@@ -515,7 +518,7 @@ class PallasCall:
         run = plan.get("run")
         if run is None or plan["device"] != str(run_device):
             block_dim = tune.block_dim_for(self, kernel, blocks, run_inputs, outs, run_device, operands[len(inputs):])
-            run = plan["run"] = launcher(kernel, get_device(run_device), blocks, block_dim)
+            run = plan["run"] = prepared_launch_tiled(kernel, blocks, block_dim, get_device(run_device))
             plan["device"] = str(run_device)
         run([*run_inputs, *outs])
         if self.interpret and str(device) != "cpu":

@@ -143,43 +143,6 @@ def source_text(kernel: BlockKernel) -> str:
     return f"@wp.kernel\ndef {tree.name}({params}):\n{body}\n"
 
 
-# ---- launching -----------------------------------------------------------------------------------
-
-
-def launcher(kernel, device, blocks: int, block_dim: int):
-    """``run(arrays)``: ``kernel`` over ``blocks`` blocks of ``block_dim`` lanes on ``device``, with
-    what ``wp.launch_tiled`` works out per call (compiled kernel, block shape, bounds) worked out
-    once: a block program's call is one argument packing and one submit. While a Tape is in use (or
-    in debug builds, or with wp.config.verify_fp) it is ``launch_tiled`` itself, which records the
-    launch and keeps the arrays' versions."""
-    from .. import config
-    from ..runtime import tape_state
-    from ..runtime.launch import _compiled_for, check_captures
-    from ..runtime.tiled import effective_block_dim, launch_tiled
-
-    dim = (blocks, effective_block_dim(block_dim, device))
-    compiled, lanes = _compiled_for(kernel, device, dim, block_dim, backward=False)
-    packer = compiled.packer
-    size, bounds = packer.bounds_bytes(dim)
-    if compiled.submit is None:
-        compiled.submit = device.backend.launcher(compiled.handle)
-    submit, (tasks, threads) = compiled.submit, compiled.launch_dims(size, lanes, 0)
-
-    def run(values):
-        if tape_state.tracking or compiled.checks is not None or config.verify_fp:
-            launch_tiled(kernel, dim=[blocks], inputs=values, block_dim=block_dim, device=device)
-            return
-        if kernel._tw_captures:
-            check_captures(kernel)
-        args = packer.pack_bytes(values, device, bounds)
-        if tasks == size:
-            submit(args, tasks, threads)
-        else:
-            device.backend.launch(compiled.handle, args, tasks, threads)
-
-    return run
-
-
 # ---- arguments -----------------------------------------------------------------------------------
 
 
@@ -300,5 +263,5 @@ def wrap_body(fn, refs, grid, names, parallel, sequential, peel=False) -> list:
     return body
 
 
-__all__ = ["BlockSpecError", "BlockKernel", "kernel_for", "launcher", "source_text", "as_array", "wp_dtype", "unwrap",
+__all__ = ["BlockSpecError", "BlockKernel", "kernel_for", "source_text", "as_array", "wp_dtype", "unwrap",
            "split_parameters", "wrap_body"]

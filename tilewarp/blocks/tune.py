@@ -120,20 +120,24 @@ def seconds_per_run(run, device, budget: float = 0.002) -> float:
     return samples[len(samples) // 2]
 
 
-def choose(key: str, description: str, candidates, run, device):
-    """The fastest of ``candidates`` (``run(candidate)`` executes the program once), remembered."""
+def settle(key: str, choice, description: str, timings_ms: dict, spent: float, device, shown: str):
+    """A tuning's outcome: remembered (memory and disk), kept in ``history``, logged."""
     from ..pipeline import log
 
+    remember(key, choice, description, timings_ms)
+    history.append((key, choice, timings_ms, spent))
+    log(f"tuned {description} on {device_name(device)}: {shown} in {spent:.2f} s")
+
+
+def choose(key: str, description: str, candidates, run, device):
+    """The fastest of ``candidates`` (``run(candidate)`` executes the program once), remembered."""
     t0 = time.perf_counter()
     timings = {}
     for c in candidates:
         timings[c] = round(seconds_per_run(lambda c=c: run(c), device) * 1e3, 4)
     best = min(timings, key=timings.get)
-    spent = time.perf_counter() - t0
-    remember(key, best, description, timings)
-    history.append((key, best, timings, spent))
-    log(f"tuned {description} on {device_name(device)}: {best} "
-        f"({', '.join(f'{c}: {t:.3f} ms' for c, t in timings.items())}) in {spent:.2f} s")
+    settle(key, best, description, timings, time.perf_counter() - t0, device,
+           f"{best} ({', '.join(f'{c}: {t:.3f} ms' for c, t in timings.items())})")
     return best
 
 

@@ -134,6 +134,38 @@ def launch_tiled(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=
                   record_cmd=record_cmd, max_blocks=max_blocks, block_dim=bd)
 
 
+def prepared_launch_tiled(kernel, blocks: int, block_dim: int, device):
+    """``run(arrays)``: ``launch_tiled(kernel, dim=[blocks], inputs=arrays, block_dim=block_dim)``
+    with what that works out per call (compiled kernel, block shape, bounds) worked out once, so a
+    repeated launch is one argument packing and one submit (block programs call theirs every time).
+    While a Tape is in use, in debug builds or with ``wp.config.verify_fp`` it is ``launch_tiled``
+    itself, which records the launch, keeps the arrays' versions and checks."""
+    from . import tape_state
+    from .launch import _compiled_for, check_captures
+
+    dim = (blocks, effective_block_dim(block_dim, device))
+    compiled, lanes = _compiled_for(kernel, device, dim, block_dim, backward=False)
+    packer = compiled.packer
+    size, bounds = packer.bounds_bytes(dim)
+    if compiled.submit is None:
+        compiled.submit = device.backend.launcher(compiled.handle)
+    submit, (tasks, threads) = compiled.submit, compiled.launch_dims(size, lanes, 0)
+
+    def run(values):
+        if tape_state.tracking or compiled.checks is not None or config.verify_fp:
+            launch_tiled(kernel, dim=[blocks], inputs=values, block_dim=block_dim, device=device)
+            return
+        if kernel._tw_captures:
+            check_captures(kernel)
+        args = packer.pack_bytes(values, device, bounds)
+        if tasks == size:
+            submit(args, tasks, threads)
+        else:
+            device.backend.launch(compiled.handle, args, tasks, threads)
+
+    return run
+
+
 def _device_of(inputs, outputs):
     from .array import array
     from .device import get_device
