@@ -94,32 +94,44 @@ bool for_contiguous_rows(const array_t<T, D>& a, const int64_t (&offset)[D], con
 #if TW_IS_CUDA
 // A row-major (or swizzled: its 16-byte pieces stay whole) shared tile whose box lies inside the
 // array, with contiguous rows whose starts and lengths are multiples of 16 bytes, is copied in
-// 16-byte pieces by cp.async (global to shared without a register round trip; the block waits for
-// its copies, then syncs): an operand tile of a GEMM moves in 1/8 of the instructions of float16
-// element loads. False where it does not apply.
-// Synced: the caller has synced the block since the tile was last read.
-template <bool Wait, bool Synced = false, typename X, typename T, int D>
-TW_FUNC bool async_copy_box(X& out, const array_t<T, D>& a, const int64_t (&offset)[D]) {
+// 16-byte pieces by cp.async (global to shared without a register round trip): an operand tile of a
+// GEMM moves in 1/8 of the instructions of float16 element loads. box_copies: whether the tile's
+// type allows it; box_fits: whether this box of this array does.
+template <typename X, typename T> struct box_copies {
+    static constexpr int inner = X::shape::extent(X::shape::ndim - 1);
+    static constexpr bool value = (is_rowmajor_shared<X>::value || is_swizzled<X>::value) && 16 % sizeof(T) == 0 &&
+                                  (inner * sizeof(T)) % 16 == 0;
+};
+// Whether the box of shape S at `offset` lies inside the array, with contiguous rows whose starts are
+// multiples of `align` bytes: then its rows can move in pieces of that size.
+template <typename S, typename T, int D>
+TW_FUNC bool box_inside(const array_t<T, D>& a, const int64_t (&offset)[D], int align) {
+    bool ok = a.data != nullptr && a.strides[D - 1] == (int64_t)sizeof(T);
+    int64_t byte = 0;
+    TW_UNROLL
+    for (int d = 0; d < D; ++d) {
+        const int k = d - (D - S::ndim);
+        const int64_t ext = k >= 0 ? S::extent(k) : 1;
+        ok &= offset[d] >= 0 && offset[d] + ext <= a.shape[d];
+        if (d < D - 1) ok &= (a.strides[d] % align) == 0;
+        byte += offset[d] * a.strides[d];
+    }
+    return ok && ((unsigned long long)(byte_ptr(a.data) + byte) % align) == 0;
+}
+template <typename X, typename T, int D>
+TW_FUNC bool box_fits(const array_t<T, D>& a, const int64_t (&offset)[D]) {
+    return box_copies<X, T>::value && box_inside<typename X::shape>(a, offset, 16);
+}
+// The copies of a box that box_fits, left in flight.
+template <typename X, typename T, int D>
+TW_FUNC void copy_box_async(X& out, const array_t<T, D>& a, const int64_t (&offset)[D]) {
     typedef typename X::shape S;
     constexpr int inner = S::extent(S::ndim - 1), piece = 16 / (int)sizeof(T);
-    if constexpr (!(is_rowmajor_shared<X>::value || is_swizzled<X>::value) || 16 % sizeof(T) != 0 || (inner * sizeof(T)) % 16 != 0) {
-        return false;
-    } else {
-        bool ok = a.data != nullptr && a.strides[D - 1] == (int64_t)sizeof(T) &&
-                  ((unsigned long long)a.data % 16) == 0;
+    if constexpr (box_copies<X, T>::value) {
         int64_t byte = 0;
         TW_UNROLL
-        for (int d = 0; d < D; ++d) {
-            const int k = d - (D - S::ndim);
-            const int64_t ext = k >= 0 ? S::extent(k) : 1;
-            ok &= offset[d] >= 0 && offset[d] + ext <= a.shape[d];
-            if (d < D - 1) ok &= (a.strides[d] % 16) == 0;
-            byte += offset[d] * a.strides[d];
-        }
-        ok &= (byte % 16) == 0;
-        if (!ok) return false;
+        for (int d = 0; d < D; ++d) byte += offset[d] * a.strides[d];
         constexpr int per_row = inner / piece, pieces = S::size / piece;
-        if (!Synced) block_sync();  // lanes may still be reading the tile's old contents
         constexpr int rows = X::threads / per_row;  // rows one pass of the threads copies
         if constexpr (S::ndim == 2 && X::threads % per_row == 0 && rows % 8 == 0 && S::extent(0) % rows == 0) {
             // each thread copies one column of pieces, `rows` rows apart: its addresses advance by a
@@ -145,12 +157,20 @@ TW_FUNC bool async_copy_box(X& out, const array_t<T, D>& a, const int64_t (&offs
                 asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
             }
         }
-        if (Wait) {  // else a tile_load right after this one waits for both (emit/cpp.py: Wait=false)
-            asm volatile("cp.async.wait_all;\n" ::: "memory");
-            block_sync();
-        }
-        return true;
     }
+}
+// The box's copies where it fits (the block waits for them, then syncs, unless Wait is false); false
+// where it does not. Synced: the caller has synced the block since the tile was last read.
+template <bool Wait, bool Synced = false, typename X, typename T, int D>
+TW_FUNC bool async_copy_box(X& out, const array_t<T, D>& a, const int64_t (&offset)[D]) {
+    if (!box_fits<X>(a, offset)) return false;
+    if (!Synced) block_sync();  // lanes may still be reading the tile's old contents
+    copy_box_async(out, a, offset);
+    if (Wait) {  // else a tile_load right after this one waits for both (emit/cpp.py: Wait=false)
+        asm volatile("cp.async.wait_all;\n" ::: "memory");
+        block_sync();
+    }
+    return true;
 }
 #endif
 template <int D, typename... I> TW_FUNC void offsets(int64_t (&o)[D], I... i) {
@@ -209,6 +229,31 @@ TW_FUNC void tile_prefetch(X& out, const array_t<T, D>& a, I... i) {
 #endif
     tile_load(out, a, i...);
 }
+// A K loop whose every prefetch fits (emit/cpp.py asks tile_prefetch_fits of its first, second and
+// last iterations, its offsets being affine in the loop variable) runs a copy of itself with
+// tile_prefetch_fit: the copies without the tests, and without the element-wise path beside them
+// whose registers and instructions cost the GEMM's K loop about a tenth of its speed.
+template <typename X, typename T, int D, typename... I>
+TW_FUNC bool tile_prefetch_fits(const X&, const array_t<T, D>& a, I... i) {
+#if TW_IS_CUDA
+    int64_t o[D];
+    detail::offsets(o, i...);
+    return detail::box_fits<X>(a, o);
+#else
+    (void)a;
+    return false;  // the CPU keeps one loop: its tile_load already takes whole rows where it can
+#endif
+}
+template <typename X, typename T, int D, typename... I>
+TW_FUNC void tile_prefetch_fit(X& out, const array_t<T, D>& a, I... i) {
+#if TW_IS_CUDA
+    int64_t o[D];
+    detail::offsets(o, i...);
+    detail::copy_box_async(out, a, o);
+#else
+    tile_load(out, a, i...);
+#endif
+}
 TW_FUNC void async_commit() {
 #if TW_IS_CUDA
     asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -254,14 +299,39 @@ TW_FUNC void tile_store(const array_t<T, D>& a, const X& t, I... i) {
     }
 }
 
-// a tensor-core accumulator tile: each slot's element from the tile's own layout
+// a tensor-core accumulator tile: each slot's element from the tile's own layout. Its slots come in
+// runs of mtile::run neighbours in a row: where the box lies inside the array and its rows are
+// aligned for it, a run is one vector store (float32 sums: 8 or 16 bytes where single stores wrote
+// half-filled sectors, a tenth of a 128 x 256 GEMM's time on an H100).
 template <typename TT, typename S, int P, int K, int W, typename T, int D, typename... I>
 TW_FUNC void tile_store(const array_t<T, D>& a, const mtile<TT, S, P, K, W>& t, I... i) {
+    typedef mtile<TT, S, P, K, W> X;
     int64_t o[D];
     detail::offsets(o, i...);
+#if TW_IS_CUDA
+    constexpr int V = X::run;
+    if constexpr (V > 1) {
+        if (detail::box_inside<S>(a, o, V * (int)sizeof(T))) {
+            struct alignas(V * sizeof(T)) run_t { T v[V]; };
+            int64_t byte = 0;
+            TW_UNROLL
+            for (int d = 0; d < D; ++d) byte += o[d] * a.strides[d];
+            char* base = (char*)detail::byte_ptr(a.data) + byte;
+            TW_UNROLL
+            for (int r = 0; r < TW_TILE_REGS(S::size, P); r += V) {
+                const int e = X::element(r);
+                run_t v;
+                TW_UNROLL
+                for (int k = 0; k < V; ++k) v.v[k] = cast<T>(t.at(r + k, e + k));
+                *(run_t*)(base + (e / S::extent(1)) * a.strides[D - 2] + (e % S::extent(1)) * (int64_t)sizeof(T)) = v;
+            }
+            return;
+        }
+    }
+#endif
     TW_UNROLL
     for (int r = 0; r < TW_TILE_REGS(S::size, P); ++r) {
-        const int e = mtile<TT, S, P, K, W>::element(r);
+        const int e = X::element(r);
         T* p;
         if (detail::element_place<S>(a, a.data, o, e, p)) *p = t.at(r, e);
     }

@@ -203,6 +203,12 @@ TW_FUNC unsigned long long wg_descriptor(const void* p, int leading, int stride,
            ((unsigned long long)((stride >> 4) & 0x3FFF) << 32) | (mode << 62);
 }
 
+// descriptor d with its start `bytes` (a multiple of 16) further: the start field is the low word's
+// bottom 14 bits, and shared memory ends below their 256 KB reach, so the sum never carries out
+TW_FUNC unsigned long long wg_moved(unsigned long long d, int bytes) {
+    return (d & 0xFFFFFFFF00000000ull) | (unsigned)((unsigned)d + ((unsigned)bytes >> 4));
+}
+
 // acc (this thread's slots, wg_element order) += A @ B for swizzled float16 operands. The caller has
 // fenced the operands' generic-proxy writes (cp.async, stores) for the async proxy and synced.
 // Async: leave this product in flight, waiting only for the previous one (a pipelined K loop's,
@@ -216,17 +222,18 @@ template <int WN, bool Async, typename A, typename B> TW_FUNC void matmul_wgmma(
 #if defined(TW_HAS_WGMMA)
     if (((shared_address(a.data) | shared_address(b.data)) & 1023) == 0) {  // the swizzle's phase
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+        // the operands' descriptors once; each product's moves its start (wg_moved)
+        const unsigned long long da0 = wg_descriptor(a.data, 16, 8 * WA * 2, WA * 2);
+        const unsigned long long db0 = wg_descriptor(b.data, K * WB * 2, 8 * WB * 2, WB * 2);
         TW_UNROLL
         for (int i = 0; i < L::tiles / L::groups; ++i) {
             const int tile = group + i * L::groups, m0 = (tile / L::across) * 64, n0 = (tile % L::across) * WN;
             TW_UNROLL
             for (int k0 = 0; k0 < K; k0 += 16) {
                 // A: K-major, k0 inside a strip moves the start along the (unswizzled) row
-                const unsigned long long da =
-                    wg_descriptor(a.data + (k0 / WA) * M * WA + m0 * WA + k0 % WA, 16, 8 * WA * 2, WA * 2);
+                const unsigned long long da = wg_moved(da0, ((k0 / WA) * M * WA + m0 * WA + k0 % WA) * 2);
                 // B: N-major, strips of WB columns K * WB elements apart
-                const unsigned long long db =
-                    wg_descriptor(b.data + (n0 / WB) * K * WB + k0 * WB, K * WB * 2, 8 * WB * 2, WB * 2);
+                const unsigned long long db = wg_moved(db0, ((n0 / WB) * K * WB + k0 * WB) * 2);
                 wgmma<typename A::value_type, WN>::run(acc + i * L::per_tile, da, db);
             }
         }
@@ -329,6 +336,9 @@ template <typename T, typename S, int P, int Kind, int WN = 0> struct mtile {
     TW_FUNC T& at(int r, int) { return data[r]; }
     TW_FUNC const T& at(int r, int) const { return data[r]; }
     static constexpr int kind = Kind, columns = WN;
+    // slots r .. r + run - 1 (r a multiple of run) hold neighbours in a row: pairs in the mma
+    // accumulator layouts, quads in kind 4's (simt_element)
+    static constexpr int run = TW_IS_CUDA ? (Kind == 4 ? 4 : 2) : 1;
 #if TW_IS_CUDA
     static_assert(Kind >= 3 || detail::mma_tiling<Kind, S::extent(0), S::extent(1)>::tiles % (P / 32) == 0,
                   "every warp owns as many warp tiles");

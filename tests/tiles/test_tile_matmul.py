@@ -272,21 +272,35 @@ def gemm(a: wp.array2d(dtype=wp.float16), b: wp.array2d(dtype=wp.float16), c: wp
 '''
 
 
-@pytest.mark.parametrize("text,start,step,pipelined", [
-    (STRIDED, 0, 1, True), (STRIDED, 1, 2, True), (STRIDED, 4, 3, True), (CARRIED, 0, 1, False)])
+# offsets not affine in the loop variable (k - k % 2 steps 0, 0, 2, 2, ...): the loads still run
+# ahead, but the K loop has one copy, whose loads test each box
+FOLDED = STRIDED.replace("for k in range({start}, stop, {step}):", "for kk in range({start}, stop, {step}):\n        k = kk - kk % 2")
+
+
+@pytest.mark.parametrize("text,start,step,pipelined,affine", [
+    (STRIDED, 0, 1, True, True), (STRIDED, 1, 2, True, True), (STRIDED, 4, 3, True, True),
+    (CARRIED, 0, 1, False, False), (FOLDED, 0, 1, True, False)])
 @pytest.mark.parametrize("stop", [0, 1, 2, 7])
-def test_gemm_loop_runs_loads_ahead(device, rng, text, start, step, pipelined, stop):
+def test_gemm_loop_runs_loads_ahead(device, rng, text, start, step, pipelined, affine, stop):
+    """The loads of later iterations in flight while one multiplies; where their offsets are affine
+    in the loop variable, a second copy of the loop without per-box tests, taken when the first,
+    second and last boxes fit (on CUDA; emit/cpp.py)."""
     from tilewarp.block.storage import plan
+    from tilewarp.emit import emit_module
+    from tilewarp.emit.block import BlockShape
 
     mod = load_module(text.format(start=start, step=step), "tilewarp")
-    assert bool(plan(mod.gemm.ir_for(128), threads=128, pipeline=True).pipelined) == pipelined
+    pipes = plan(mod.gemm.ir_for(128), threads=128, pipeline=True).pipelined
+    assert bool(pipes) == pipelined and any(p.affine for p in pipes.values()) == affine
+    source = emit_module(mod.gemm.ir_for(128), None, BlockShape(128), False, 0)
+    assert ("tw::tile_prefetch_fit(" in source) == affine and ("tw::tile_prefetch(" in source) == pipelined
     kt = 8
     a = rng.uniform(-1, 1, (128, 16 * kt)).astype(np.float16)
     b = rng.uniform(-1, 1, (16 * kt, 64)).astype(np.float16)
     wc = wp.zeros((128, 64), dtype=wp.float32, device=device)
     wp.launch_tiled(mod.gemm, dim=(2, 2), inputs=[wp.array(a, device=device), wp.array(b, device=device), wc, stop],
                     block_dim=128, device=device)
-    ks = list(range(start, stop, step)) if text is STRIDED else list(range(stop))
+    ks = list(range(stop)) if text is CARRIED else [k - k % 2 if text is FOLDED else k for k in range(start, stop, step)]
     cols = [c for k in ks for c in range(16 * k, 16 * k + 16)]
     want = a[:, cols].astype(np.float64) @ b[cols, :].astype(np.float64)
     np.testing.assert_allclose(wc.numpy(), want, atol=2e-3 * (1 + np.abs(want).max()))

@@ -33,6 +33,7 @@ class Pipelined:
     scalars: list  # the pure scalar statements before the last load, in order
     loads: list    # the tile_load statements
     asynchronous: set = field(default_factory=set)  # ids of the wgmma products left running
+    affine: bool = False  # every load's array fixed and offsets affine in the loop variable
 
 
 def pure_scalar(s) -> bool:
@@ -82,8 +83,49 @@ def candidates(fn: ir.Function, shared: set, fixed: set) -> dict:
         if any(id(t) in fixed or getattr(t, "mutable", False) or id(t) in outside_uses.get(id(loop), ())
                for t in tiles):
             continue
-        out[id(loop)] = Pipelined(0, scalars, [body[k] for k in loads])
+        pipe = Pipelined(0, scalars, [body[k] for k in loads])
+        pipe.affine = _affine_loads(pipe, loop, assigned)
+        out[id(loop)] = pipe
     return out
+
+
+_LINEAR = {"add", "sub", "neg", "pos"}
+
+
+def _affine_loads(pipe: Pipelined, loop: ir.For, assigned: set) -> bool:
+    """Whether each load reads an array the loop does not change at offsets affine in the loop
+    variable (sums, differences and multiples by loop-invariant values of it). Then the boxes of all
+    iterations lie between those of the first and the last, and their 16-byte alignment repeats
+    from the second on: three probes decide for the whole loop (emit/cpp.py)."""
+    defined = {id(x.dst): x for x in pipe.scalars}
+
+    def degree(v) -> int | None:  # 0: invariant, 1: affine, None: neither
+        if v is loop.var:
+            return 1
+        if id(v) not in assigned:
+            return 0
+        x = defined.get(id(v))
+        if x is None:
+            return None
+        if isinstance(x.op, ir.Copy):
+            return degree(x.op.src)
+        name, args = x.op.builtin.name, x.op.args
+        ds = [degree(a) for a in args]
+        if None in ds or not all(T.is_int(a.type) for a in args):
+            return None
+        if name in _LINEAR:
+            return max(ds, default=0)
+        if name == "mul" and len(ds) == 2 and min(ds) == 0:
+            return max(ds)
+        return None
+
+    for x in pipe.loads:
+        array, *offsets = x.op.args
+        if id(array) in assigned or type(array.type) is not T.ArrayType or not offsets:
+            return False
+        if any(not T.is_int(o.type) or degree(o) is None for o in offsets):
+            return False
+    return True
 
 
 def _uses_outside_loops(fn: ir.Function) -> dict:

@@ -255,7 +255,42 @@ class _Printer(LaneGrouping):
         """A K loop whose loads run ``pipe.stages - 1`` iterations ahead (block/prefetch.py): stage
         buffers used round robin; the prologue fills all but one, each iteration waits for its own
         and at its end fills the one the previous iteration used; the loop variable is moved ahead
-        for a fill and put back after it."""
+        for a fill and put back after it. Where the loads' offsets are affine in the loop variable,
+        the boxes of the first, second and last iterations decide whether every load fits its fast
+        copy: then a copy of the loop issues them without tests (native/tile/memory.h)."""
+        i, start, stop, step = names.value(s.var), ref(s.start), ref(s.stop), ref(s.step)
+        # all of it inside `if (start < stop)`: on the path that skips the loop the accumulators keep
+        # their first values, which must not meet wgmma's products before the drain (ptxas would
+        # then wait for every product at once)
+        self.line(f"{i} = {start};")
+        self.line(f"if ({i} < {stop}) {{")
+        self.depth += 1
+        if pipe.affine:
+            fits = f"tw_fits_{i}"
+            self.line(f"bool {fits} = true;")
+            second = f"({start} + {step} < {stop} ? {start} + {step} : {start})"
+            for probe in (start, second, f"({start} + ({stop} - 1 - {start}) / {step} * {step})"):
+                self.line(f"{i} = {probe};")
+                for x in pipe.scalars:
+                    self.one(x)
+                for x in pipe.loads:
+                    call = into_expression(x, self.lanes, ref).replace("tw::tile_load(", "tw::tile_prefetch_fits(", 1)
+                    self.line(f"{fits} = {fits} && {call}")
+            self.line(f"if ({fits}) {{")
+            self.depth += 1
+            self.pipelined_loop(s, pipe, "tw::tile_prefetch_fit(")
+            self.depth -= 1
+            self.line("} else {")
+            self.depth += 1
+            self.pipelined_loop(s, pipe, "tw::tile_prefetch(")
+            self.depth -= 1
+            self.line("}")
+        else:
+            self.pipelined_loop(s, pipe, "tw::tile_prefetch(")
+        self.depth -= 1
+        self.line("}")
+
+    def pipelined_loop(self, s: ir.For, pipe, prefetch: str):
         i, start, stop, step, n = names.value(s.var), ref(s.start), ref(s.stop), ref(s.step), pipe.stages
         use, fill = f"tw_use_{i}", f"tw_fill_{i}"
         loads = {id(x) for x in pipe.loads}
@@ -274,17 +309,11 @@ class _Printer(LaneGrouping):
                 self.one(x)
             for x in pipe.loads:
                 point(x, stage)
-                self.line(into_expression(x, self.lanes, ref).replace("tw::tile_load(", "tw::tile_prefetch(", 1))
+                self.line(into_expression(x, self.lanes, ref).replace("tw::tile_load(", prefetch, 1))
             self.depth -= 1
             self.line("}")
             self.line("tw::async_commit();")
 
-        # all of it inside `if (start < stop)`: on the path that skips the loop the accumulators keep
-        # their first values, which must not meet wgmma's products before the drain (ptxas would
-        # then wait for every product at once)
-        self.line(f"{i} = {start};")
-        self.line(f"if ({i} < {stop}) {{")
-        self.depth += 1
         self.line(f"int {use} = 0, {fill} = {n - 1};")
         for k in range(n - 1):
             self.line(f"{i} = {start} + {k} * {step};")
@@ -315,8 +344,6 @@ class _Printer(LaneGrouping):
         self.line("}")
         if pipe.asynchronous:
             self.line("tw::mma_drain();  // the last product's sums in the registers")
-        self.depth -= 1
-        self.line("}")
 
     def stmt_While(self, s: ir.While):
         self.line("while (true) {")
