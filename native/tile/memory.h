@@ -259,11 +259,12 @@ TW_FUNC void async_commit() {
     asm volatile("cp.async.commit_group;\n" ::: "memory");
 #endif
 }
-template <int N> TW_FUNC void async_wait() {
+// Proxy: wgmma reads the copies next (the async proxy: a fence orders the copies' writes before it)
+template <int N, bool Proxy = true> TW_FUNC void async_wait() {
 #if TW_IS_CUDA
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 #if __CUDA_ARCH__ >= 900
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // the copies seen by wgmma too
+    if (Proxy) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 #endif
 #endif
     block_sync();

@@ -286,7 +286,7 @@ template <typename A, typename B> TW_FUNC void matmul_simt(float* acc, const A& 
     const int t = (int)threadIdx.x, mt = t / L::GN, nt = t % L::GN;
     const float* arow = a.data + mt * K;
     const float* bcol = b.data + 4 * nt;
-#pragma unroll 2
+#pragma unroll 8  // (K 32: all of it; H100 128 x 128 x 32 on 256 threads, 4096^3: 42.0 -> 45.8 TFLOP/s)
     for (int k0 = 0; k0 < K; k0 += 4) {
         float4 av[L::RM];
         TW_UNROLL
@@ -435,12 +435,12 @@ TW_FUNC bool tile_matmul_mma(D& out, const A& a, const B& b, const C& c, S alpha
         float acc[R];
         TW_UNROLL
         for (int s = 0; s < R; ++s) acc[s] = alpha == S(1) && beta != S(0) ? (float)beta * c.data[s] : 0.0f;
-        block_sync();
+        if (!Async) block_sync();  // (Async: tw::async_wait just published the operands)
         matmul_simt(acc, a, b);
         TW_UNROLL
         for (int s = 0; s < R; ++s)
             out.data[s] = alpha == S(1) ? acc[s] : beta == S(0) ? (float)alpha * acc[s] : (float)alpha * acc[s] + (float)beta * c.data[s];
-        block_sync();
+        if (!Async) block_sync();  // (Async: their buffers' refill syncs first)
         return true;
     } else if constexpr (is_mtile<D>::value) {  // the sums stay in registers
         static_assert(same_tile<D, C>::value && is_rowmajor_shared<A>::value && is_rowmajor_shared<B>::value &&
@@ -448,14 +448,14 @@ TW_FUNC bool tile_matmul_mma(D& out, const A& a, const B& b, const C& c, S alpha
                                                        : op::f16_types),
                       "a register accumulator takes tensor-core products of shared tiles");
         typedef mma_tiling<(same_tile<T, double>::value ? 2 : 1), op::M, op::N> L;
-        block_sync();  // the operands were just written
+        if (!Async) block_sync();  // the operands were just written
         auto init = [&](int s) { return alpha == S(1) && beta != S(0) ? (Acc)beta * (Acc)c.data[s] : Acc(0); };
         auto done = [&](int s, Acc v) {
             out.data[s] = cast<T>(alpha == S(1) ? v : beta == S(0) ? (Acc)alpha * v : (Acc)alpha * v + (Acc)beta * (Acc)c.data[s]);
         };
         if constexpr (same_tile<T, double>::value) matmul_dmma<L::TM, L::TN>(a, b, init, done);
         else matmul_hmma<L::TM, L::TN>(a, b, init, done);
-        block_sync();  // the operands may be rewritten next
+        if (!Async) block_sync();  // the operands may be rewritten next
         return true;
     } else if constexpr (kind == 0 && op::layout) {
         block_sync();

@@ -77,7 +77,8 @@ template <typename X, typename D> TW_FUNC void adj_tile_broadcast(X& adj_t, cons
 // ---- matmul: out = alpha * a @ b + beta * c -------------------------------------------------------
 // Tensor cores where mma.h's paths apply (CUDA), else a portable loop. The operands' and out's
 // dtypes are independent (float16/32/64, as in Warp); products are summed in out's dtype.
-// Async (pipelined K loops only, emit/cpp.py): a wgmma product may still be running on return
+// Async (pipelined K loops only, emit/cpp.py): the operands were just published by tw::async_wait
+// and are refilled only after a block sync; a wgmma product may still be running on return
 template <bool Async = false, typename D, typename A, typename B, typename C, typename S>
 TW_FUNC void tile_matmul(D& out, const A& a, const B& b, const C& c, S alpha, S beta) {
     if (detail::tile_matmul_mma<Async>(out, a, b, c, alpha, beta)) return;

@@ -11,7 +11,7 @@ used (emit/cpp.py prints it; native/tile/memory.h ``tile_prefetch`` / ``async_co
 ``async_wait``). The scalar statements are pure, so the emitter runs them once as written and once
 with the loop variable moved ahead (for the loads). A wgmma product of two loaded tiles is left
 running (``asynchronous``): the next iteration's product waits for it, and only then are its
-buffers refilled.
+buffers refilled; other tensor-core products of them skip the syncs around them.
 """
 from __future__ import annotations
 
@@ -160,11 +160,12 @@ def stages_for(stage_bytes: int, alone: bool, shared_limit: int = 0) -> int:
     return 1
 
 
-def asynchronous(pipe: Pipelined, loop: ir.For, wgmma: set) -> set:
-    """The wgmma products (``wgmma``: ids of their results) of two of the loop's loaded tiles that
-    follow the last load with only scalar statements between (tw::async_wait has just published
-    their operands), where the loop does nothing else with those tiles (nothing may write them
-    while a product still reads them)."""
+def asynchronous(pipe: Pipelined, loop: ir.For, mma: set) -> set:
+    """The tensor-core products (``mma``: ids of register accumulator tiles) of two of the loop's
+    loaded tiles that follow the last load with only scalar statements between (tw::async_wait has
+    just published their operands), where the loop does nothing else with those tiles (nothing may
+    write them while a product still reads them): a wgmma product is left running, the others skip
+    the block syncs around them (the refill of their buffers syncs first)."""
     loaded = {id(x.dst) for x in pipe.loads}
     for s in ir.walk(loop.body):
         operands = 2 if isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and s.op.builtin.name == "tile_matmul" \
@@ -175,7 +176,7 @@ def asynchronous(pipe: Pipelined, loop: ir.For, wgmma: set) -> set:
     out = set()
     for s in loop.body[last + 1:]:
         if isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and s.op.builtin.name == "tile_matmul" \
-                and id(s.dst) in wgmma and id(s.op.args[0]) in loaded and id(s.op.args[1]) in loaded:
+                and id(s.dst) in mma and id(s.op.args[0]) in loaded and id(s.op.args[1]) in loaded:
             out.add(id(s))
         elif not pure_scalar(s):
             break

@@ -376,7 +376,7 @@ def _pipeline(fn: ir.Function, storage: Storage, sizes: dict, fixed: set, thread
         pipe.stages = stages_for(sum(strides.values()), alone, shared_limit)
         if pipe.stages < 2:
             continue
-        pipe.asynchronous = asynchronous(pipe, loops[loop_id], wgmma)
+        pipe.asynchronous = asynchronous(pipe, loops[loop_id], set(storage.mma))
         storage.pipelined[loop_id] = pipe
         for t in tiles:
             storage.buffers[id(t)] = (pipe.stages, strides[id(t)])

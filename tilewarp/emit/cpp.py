@@ -324,12 +324,14 @@ class _Printer(LaneGrouping):
         for k, x in enumerate(s.body):
             if id(x) in loads:
                 point(x, use)
-            elif id(x) in pipe.asynchronous:  # a wgmma product left running (the next one waits)
+            elif id(x) in pipe.asynchronous:  # operands just published; wgmma's left running
                 self.line(into_expression(x, self.lanes, ref).replace("tw::tile_matmul(", "tw::tile_matmul<true>(", 1))
             else:
                 self.statements([x])
             if k == last:
-                self.line(f"tw::async_wait<{n - 2}>();  // this iteration's loads")
+                # the proxy fence only where wgmma reads the loads (swizzled operands)
+                proxy = "" if any(id(x.dst) in self.storage.swizzled for x in pipe.loads) else ", false"
+                self.line(f"tw::async_wait<{n - 2}{proxy}>();  // this iteration's loads")
         self.line(f"{{  // the loads of iteration +{n - 1}")
         self.depth += 1
         self.line(f"const auto tw_now = {i};")
