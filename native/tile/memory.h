@@ -102,62 +102,83 @@ template <typename X, typename T> struct box_copies {
     static constexpr bool value = (is_rowmajor_shared<X>::value || is_swizzled<X>::value) && 16 % sizeof(T) == 0 &&
                                   (inner * sizeof(T)) % 16 == 0;
 };
+// the byte offset of the box at `offset` from the array's start
+template <typename T, int D> TW_FUNC int64_t box_start(const array_t<T, D>& a, const int64_t (&offset)[D]) {
+    int64_t byte = 0;
+    TW_UNROLL
+    for (int d = 0; d < D; ++d) byte += offset[d] * a.strides[d];
+    return byte;
+}
 // Whether the box of shape S at `offset` lies inside the array, with contiguous rows whose starts are
 // multiples of `align` bytes: then its rows can move in pieces of that size.
 template <typename S, typename T, int D>
 TW_FUNC bool box_inside(const array_t<T, D>& a, const int64_t (&offset)[D], int align) {
     bool ok = a.data != nullptr && a.strides[D - 1] == (int64_t)sizeof(T);
-    int64_t byte = 0;
     TW_UNROLL
     for (int d = 0; d < D; ++d) {
         const int k = d - (D - S::ndim);
         const int64_t ext = k >= 0 ? S::extent(k) : 1;
         ok &= offset[d] >= 0 && offset[d] + ext <= a.shape[d];
         if (d < D - 1) ok &= (a.strides[d] % align) == 0;
-        byte += offset[d] * a.strides[d];
     }
-    return ok && ((unsigned long long)(byte_ptr(a.data) + byte) % align) == 0;
+    return ok && ((unsigned long long)(byte_ptr(a.data) + box_start(a, offset)) % align) == 0;
 }
 template <typename X, typename T, int D>
 TW_FUNC bool box_fits(const array_t<T, D>& a, const int64_t (&offset)[D]) {
     return box_copies<X, T>::value && box_inside<typename X::shape>(a, offset, 16);
 }
-// The copies of a box that box_fits, left in flight.
-template <typename X, typename T, int D>
-TW_FUNC void copy_box_async(X& out, const array_t<T, D>& a, const int64_t (&offset)[D]) {
+// How a block's threads share the 16-byte pieces of a box: where the box's rows are whole multiples
+// of the block, each thread copies one column of pieces, `rows` rows apart (columns_t); its
+// addresses then advance by a constant (the swizzle repeats every 8 rows), no per-piece index
+// arithmetic.
+template <typename X, typename T> struct pieces_of {
     typedef typename X::shape S;
-    constexpr int inner = S::extent(S::ndim - 1), piece = 16 / (int)sizeof(T);
+    // (a tile whose rows are not whole pieces never copies: box_copies; its numbers stay defined)
+    static constexpr int inner = S::extent(S::ndim - 1), piece = 16 / (int)sizeof(T) > 0 ? 16 / (int)sizeof(T) : 1,
+                         per_row = inner / piece > 0 ? inner / piece : 1, count = S::size / piece,
+                         rows = X::threads / per_row;
+    static constexpr bool columns = S::ndim == 2 && X::threads % per_row == 0 && rows % 8 == 0 && S::extent(0) % rows == 0;
+};
+// the byte offset of this thread's first piece from its box's start (columns: its one column)
+template <typename X, typename T, int D> TW_FUNC int64_t first_piece(const array_t<T, D>& a) {
+    typedef pieces_of<X, T> P;
+    if constexpr (P::columns) return (lane_index() / P::per_row) * a.strides[D - 2] + (lane_index() % P::per_row) * 16;
+    else return 0;
+}
+// The copies of a box that box_fits, left in flight; `mine`: this thread's first piece
+// (first_piece bytes into the box).
+template <typename X, typename T, int D>
+TW_FUNC void copy_box_async(X& out, const array_t<T, D>& a, const char* mine) {
+    typedef typename X::shape S;
+    typedef pieces_of<X, T> P;
     if constexpr (box_copies<X, T>::value) {
-        int64_t byte = 0;
-        TW_UNROLL
-        for (int d = 0; d < D; ++d) byte += offset[d] * a.strides[d];
-        constexpr int per_row = inner / piece, pieces = S::size / piece;
-        constexpr int rows = X::threads / per_row;  // rows one pass of the threads copies
-        if constexpr (S::ndim == 2 && X::threads % per_row == 0 && rows % 8 == 0 && S::extent(0) % rows == 0) {
-            // each thread copies one column of pieces, `rows` rows apart: its addresses advance by a
-            // constant (the swizzle repeats every 8 rows), no per-piece index arithmetic
-            const int r0 = lane_index() / per_row, c0 = lane_index() % per_row;
-            const char* src = byte_ptr(a.data) + byte + r0 * a.strides[D - 2] + c0 * 16;
-            const int64_t src_step = rows * a.strides[D - 2];
-            unsigned dst = (unsigned)__cvta_generic_to_shared(out.data + X::place::offset(r0 * inner + c0 * piece));
-            constexpr unsigned dst_step = (unsigned)(X::place::offset(rows * inner) * sizeof(T));
+        if constexpr (P::columns) {
+            const int r0 = lane_index() / P::per_row, c0 = lane_index() % P::per_row;
+            const char* src = mine;
+            const int64_t src_step = P::rows * a.strides[D - 2];
+            unsigned dst = (unsigned)__cvta_generic_to_shared(out.data + X::place::offset(r0 * P::inner + c0 * P::piece));
+            constexpr unsigned dst_step = (unsigned)(X::place::offset(P::rows * P::inner) * sizeof(T));
             TW_UNROLL
-            for (int j = 0; j < S::extent(0) / rows; ++j, src += src_step, dst += dst_step)
+            for (int j = 0; j < S::extent(0) / P::rows; ++j, src += src_step, dst += dst_step)
                 asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
         } else {
-            for (int c = lane_index(); c < pieces; c += X::threads) {
-                const int e0 = (c / per_row) * inner;
-                int64_t row = byte;
+            for (int c = lane_index(); c < P::count; c += X::threads) {
+                const int e0 = (c / P::per_row) * P::inner;
+                int64_t row = 0;
                 TW_UNROLL
                 for (int k = 0; k + 1 < S::ndim; ++k)
                     row += ((e0 / S::stride(k)) % S::extent(k)) * a.strides[d_of<S, D>(k)];
-                const char* src = byte_ptr(a.data) + row + (c % per_row) * 16;
+                const char* src = mine + row + (c % P::per_row) * 16;
                 const unsigned dst =
-                    (unsigned)__cvta_generic_to_shared(out.data + X::place::offset(e0 + (c % per_row) * piece));
+                    (unsigned)__cvta_generic_to_shared(out.data + X::place::offset(e0 + (c % P::per_row) * P::piece));
                 asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
             }
         }
     }
+}
+template <typename X, typename T, int D>
+TW_FUNC void copy_box_async(X& out, const array_t<T, D>& a, const int64_t (&offset)[D]) {
+    copy_box_async(out, a, (const char*)byte_ptr(a.data) + box_start(a, offset) + first_piece<X>(a));
 }
 // The box's copies where it fits (the block waits for them, then syncs, unless Wait is false); false
 // where it does not. Synced: the caller has synced the block since the tile was last read.
@@ -230,9 +251,10 @@ TW_FUNC void tile_prefetch(X& out, const array_t<T, D>& a, I... i) {
     tile_load(out, a, i...);
 }
 // A K loop whose every prefetch fits (emit/cpp.py asks tile_prefetch_fits of its first, second and
-// last iterations, its offsets being affine in the loop variable) runs a copy of itself with
-// tile_prefetch_fit: the copies without the tests, and without the element-wise path beside them
-// whose registers and instructions cost the GEMM's K loop about a tenth of its speed.
+// last iterations, its offsets being affine in the loop variable) runs a copy of itself whose loads
+// walk their array: each box starts `per` bytes further for each unit of the loop variable, so a
+// load is its copies from `box + (k - start) * per`: no offsets, tests or element-wise path beside
+// them, whose registers and instructions cost a GEMM's K loop a fifth of its speed on an H100.
 template <typename X, typename T, int D, typename... I>
 TW_FUNC bool tile_prefetch_fits(const X&, const array_t<T, D>& a, I... i) {
 #if TW_IS_CUDA
@@ -244,14 +266,39 @@ TW_FUNC bool tile_prefetch_fits(const X&, const array_t<T, D>& a, I... i) {
     return false;  // the CPU keeps one loop: its tile_load already takes whole rows where it can
 #endif
 }
+struct box_walk {
+    const char* mine = nullptr;  // this thread's first piece in the first iteration's box
+    int64_t per = 0;             // bytes per unit of the loop variable
+};
+// the first iteration's box; then, from the second's (dk units of the loop variable later; 0: the
+// loop runs once), the bytes per unit
 template <typename X, typename T, int D, typename... I>
-TW_FUNC void tile_prefetch_fit(X& out, const array_t<T, D>& a, I... i) {
+TW_FUNC void walk_from(box_walk& w, const X&, const array_t<T, D>& a, I... i) {
 #if TW_IS_CUDA
     int64_t o[D];
     detail::offsets(o, i...);
-    detail::copy_box_async(out, a, o);
+    w.mine = (const char*)detail::byte_ptr(a.data) + detail::box_start(a, o) + detail::first_piece<X>(a);
 #else
-    tile_load(out, a, i...);
+    (void)w; (void)a; ((void)i, ...);  // (the CPU never walks: tile_prefetch_fits)
+#endif
+}
+template <typename X, typename T, int D, typename... I>
+TW_FUNC void walk_by(box_walk& w, const X&, const array_t<T, D>& a, int64_t dk, I... i) {
+#if TW_IS_CUDA
+    int64_t o[D];
+    detail::offsets(o, i...);
+    const char* next = (const char*)detail::byte_ptr(a.data) + detail::box_start(a, o) + detail::first_piece<X>(a);
+    w.per = dk ? (int64_t)(next - w.mine) / dk : 0;
+#else
+    (void)w; (void)a; (void)dk; ((void)i, ...);
+#endif
+}
+template <typename X, typename T, int D>
+TW_FUNC void tile_prefetch_walk(X& out, const array_t<T, D>& a, const box_walk& w, int64_t k) {
+#if TW_IS_CUDA
+    detail::copy_box_async(out, a, w.mine + k * w.per);
+#else
+    (void)out; (void)a; (void)w; (void)k;
 #endif
 }
 TW_FUNC void async_commit() {

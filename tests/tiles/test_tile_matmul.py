@@ -293,7 +293,7 @@ def test_gemm_loop_runs_loads_ahead(device, rng, text, start, step, pipelined, a
     pipes = plan(mod.gemm.ir_for(128), threads=128, pipeline=True).pipelined
     assert bool(pipes) == pipelined and any(p.affine for p in pipes.values()) == affine
     source = emit_module(mod.gemm.ir_for(128), None, BlockShape(128), False, 0)
-    assert ("tw::tile_prefetch_fit(" in source) == affine and ("tw::tile_prefetch(" in source) == pipelined
+    assert ("tw::tile_prefetch_walk(" in source) == affine and ("tw::tile_prefetch(" in source) == pipelined
     kt = 8
     a = rng.uniform(-1, 1, (128, 16 * kt)).astype(np.float16)
     b = rng.uniform(-1, 1, (16 * kt, 64)).astype(np.float16)

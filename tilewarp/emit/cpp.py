@@ -257,8 +257,13 @@ class _Printer(LaneGrouping):
         and at its end fills the one the previous iteration used; the loop variable is moved ahead
         for a fill and put back after it. Where the loads' offsets are affine in the loop variable,
         the boxes of the first, second and last iterations decide whether every load fits its fast
-        copy: then a copy of the loop issues them without tests (native/tile/memory.h)."""
+        copy: then a copy of the loop issues them without tests, each box a fixed number of bytes
+        further per unit of the loop variable (``tw::box_walk``, native/tile/memory.h)."""
         i, start, stop, step = names.value(s.var), ref(s.start), ref(s.stop), ref(s.step)
+
+        def tested(x):  # a load that tests its box (and falls back to element copies)
+            return into_expression(x, self.lanes, ref).replace("tw::tile_load(", "tw::tile_prefetch(", 1)
+
         # all of it inside `if (start < stop)`: on the path that skips the loop the accumulators keep
         # their first values, which must not meet wgmma's products before the drain (ptxas would
         # then wait for every product at once)
@@ -268,29 +273,42 @@ class _Printer(LaneGrouping):
         if pipe.affine:
             fits = f"tw_fits_{i}"
             self.line(f"bool {fits} = true;")
+            for x in pipe.loads:
+                self.line(f"tw::box_walk tw_walk_{names.value(x.dst)};")
             second = f"({start} + {step} < {stop} ? {start} + {step} : {start})"
-            for probe in (start, second, f"({start} + ({stop} - 1 - {start}) / {step} * {step})"):
+            probes = (start, second, f"({start} + ({stop} - 1 - {start}) / {step} * {step})")
+            for n, probe in enumerate(probes):
                 self.line(f"{i} = {probe};")
                 for x in pipe.scalars:
                     self.one(x)
-                for x in pipe.loads:
-                    call = into_expression(x, self.lanes, ref).replace("tw::tile_load(", "tw::tile_prefetch_fits(", 1)
-                    self.line(f"{fits} = {fits} && {call}")
+                for x in pipe.loads:  # (prefetch.py: an array the loop keeps, then int offsets)
+                    t, (arr, *offs) = names.value(x.dst), block_args(x.op, self.lanes, ref)
+                    self.line(f"{fits} = {fits} && tw::tile_prefetch_fits({t}, {arr}, {', '.join(offs)});")
+                    # where each box starts, and how far it moves per unit of the loop variable
+                    if n == 0:
+                        self.line(f"tw::walk_from(tw_walk_{t}, {t}, {arr}, {', '.join(offs)});")
+                    elif n == 1:
+                        self.line(f"tw::walk_by(tw_walk_{t}, {t}, {arr}, {i} - {start}, {', '.join(offs)});")
             self.line(f"if ({fits}) {{")
             self.depth += 1
-            self.pipelined_loop(s, pipe, "tw::tile_prefetch_fit(")
+
+            def walked(x):
+                t, arr = names.value(x.dst), block_args(x.op, self.lanes, ref)[0]
+                return f"tw::tile_prefetch_walk({t}, {arr}, tw_walk_{t}, {i} - {start});"
+
+            self.pipelined_loop(s, pipe, walked)
             self.depth -= 1
             self.line("} else {")
             self.depth += 1
-            self.pipelined_loop(s, pipe, "tw::tile_prefetch(")
+            self.pipelined_loop(s, pipe, tested)
             self.depth -= 1
             self.line("}")
         else:
-            self.pipelined_loop(s, pipe, "tw::tile_prefetch(")
+            self.pipelined_loop(s, pipe, tested)
         self.depth -= 1
         self.line("}")
 
-    def pipelined_loop(self, s: ir.For, pipe, prefetch: str):
+    def pipelined_loop(self, s: ir.For, pipe, prefetch):
         i, start, stop, step, n = names.value(s.var), ref(s.start), ref(s.stop), ref(s.step), pipe.stages
         use, fill = f"tw_use_{i}", f"tw_fill_{i}"
         loads = {id(x) for x in pipe.loads}
@@ -309,7 +327,7 @@ class _Printer(LaneGrouping):
                 self.one(x)
             for x in pipe.loads:
                 point(x, stage)
-                self.line(into_expression(x, self.lanes, ref).replace("tw::tile_load(", prefetch, 1))
+                self.line(prefetch(x))
             self.depth -= 1
             self.line("}")
             self.line("tw::async_commit();")
