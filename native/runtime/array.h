@@ -159,7 +159,18 @@ template <typename T, int D, typename... I> TW_FUNC T* release_address(const arr
 }
 }  // namespace detail
 template <typename T, int D, typename... I> TW_FUNC T load(src_loc, const array_t<T, D>& a, I... i) {
-    return detail::read_if(a.data != nullptr, (const T*)detail::release_address(a, i...));
+    if constexpr (sizeof(T) <= detail::zero_bytes && alignof(T) <= 16) {
+        // a null array reads zeros through a zero start and strides: selects on the array alone,
+        // which the compiler hoists out of a lane loop, instead of one on every element's address
+        static_assert(sizeof...(I) == D, "index count must match the array's ndim");
+        const bool ok = a.data != nullptr;
+        int64_t byte = 0;
+        int d = 0;
+        ((byte += detail::wrapped(i, a.shape[d]) * (ok ? a.strides[d] : 0), ++d), ...);
+        return *(const T*)((ok ? detail::byte_ptr(a.data) : (const char*)detail::zeros) + byte);
+    } else {
+        return detail::read_if(a.data != nullptr, (const T*)detail::release_address(a, i...));
+    }
 }
 #endif
 template <typename A, typename... I> TW_FUNC typename A::value_type load(const A& a, I... i) {

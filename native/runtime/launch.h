@@ -15,6 +15,14 @@ struct launch_bounds_t {
 // kernel parameter with a runtime value would force it into local memory on CUDA and turn every
 // array access into a generic (not global) load, halving bandwidth.
 // Launch dimensions beyond N (wp.launch_tiled's lane dimension, say) are folded away, as in Warp.
+// A launch coordinate is never negative: said to the compiler, an index built from it skips the
+// wrap of negative indices (array.h) and steps along the lanes by constant offsets.
+TW_FUNC int32_t coordinate(int32_t c) {
+#if TW_IS_CUDA
+    __builtin_assume(c >= 0);
+#endif
+    return c;
+}
 template <int K, int N>
 TW_FUNC int32_t tid(const launch_bounds_t& b, int64_t task) {
     if (b.size <= 0x7fffffff) {  // 32-bit division: several times cheaper on a GPU than 64-bit
@@ -25,7 +33,7 @@ TW_FUNC int32_t tid(const launch_bounds_t& b, int64_t task) {
             t /= folded;
         }
         for (int d = N - 1; d > K; --d) t /= (uint32_t)b.shape[d];
-        return (int32_t)(K == 0 ? t : t % (uint32_t)b.shape[K]);
+        return coordinate((int32_t)(K == 0 ? t : t % (uint32_t)b.shape[K]));
     }
     int64_t t = task;
     if (b.ndim > N) {  // the shape is padded with 1s: fold every dimension from N on
@@ -34,7 +42,7 @@ TW_FUNC int32_t tid(const launch_bounds_t& b, int64_t task) {
         t /= folded;
     }
     for (int d = N - 1; d > K; --d) t /= b.shape[d];
-    return (int32_t)(K == 0 ? t : t % b.shape[K]);
+    return coordinate((int32_t)(K == 0 ? t : t % b.shape[K]));
 }
 // A lone wp.tid(): the first coordinate of however many dimensions the launch has (as in Warp).
 TW_FUNC int32_t tid_first(const launch_bounds_t& b, int64_t task) {

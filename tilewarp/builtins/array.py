@@ -134,7 +134,7 @@ def _tid_cpp(args, template):
     from ..emit.names import lane_tids
 
     if (k, n) in lane_tids():  # a block kernel's: the first lane's value plus the lane's index
-        return f"(tw_tid_{k}_{n} + (int32_t)(task - tw_base))"
+        return f"tw::coordinate(tw_tid_{k}_{n} + (int32_t)(task - tw_base))"
     if n == 1:  # a lone wp.tid(): in a multi-dimensional launch the first coordinate, as in Warp 1.19
         return "tw::tid_first(args.bounds, task)"
     return f"tw::tid<{k}, {n}>(args.bounds, task)"
