@@ -529,7 +529,7 @@ class ArrangedKernel:
             config = min(options, key=measure)
         if bd_pinned is None:
             largest = self._largest_output(arrays, config)
-            options = [dict(config, block_dim=b) for b in tune.CANDIDATES if b <= max(32, largest)]
+            options = [dict(config, block_dim=b) for b in tune.lane_candidates(largest)]
             config = min(options, key=measure)
         ms = {", ".join(f"{k}={v}" for k, v in c): round(t * 1e3, 4) for c, t in timings.items()}
         tune.settle(key, dict(config), self.fn.__qualname__, ms, time.perf_counter() - t0, device,

@@ -91,3 +91,11 @@ def test_tuning_does_not_run_outputs_twice(tuning):
     """An output the kernel reads (y = y + ...) is tuned on a scratch copy: one update lands."""
     y = run_scale_add(1000, arrange.jit(scale_add.fn))
     np.testing.assert_array_equal(y, 1 + 0.5 * np.arange(1000, dtype=np.float32))
+
+
+@pytest.mark.parametrize("elements,lanes", [
+    (8, [32]), (100, [32, 64]), (4096, [32, 64, 128, 256]), (128 * 128, [128, 256]), (1 << 20, [256])])
+def test_lane_candidates_skip_blocks_whose_lanes_would_spill(elements, lanes):
+    """Block sizes are tried up to one lane per output element and down to MOST_PER_LANE elements a
+    lane (an output tile a lane holds past that spills its registers); the largest when none fits."""
+    assert tune.lane_candidates(elements) == lanes

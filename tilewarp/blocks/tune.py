@@ -40,6 +40,18 @@ def rule_of_thumb(elements: int) -> int:
     return lanes
 
 
+#: the most output elements a lane may own in a tried block size: past it a register tile spills
+#: (an arranged 128 x 128 GEMM on 32 or 64 lanes took 22 s of NVRTC to be far slower)
+MOST_PER_LANE = 128
+
+
+def lane_candidates(elements: int) -> list:
+    """The block sizes worth timing for a block whose largest output has ``elements``: no more lanes
+    than elements (at least 32), none owning more than MOST_PER_LANE of them (else the largest)."""
+    fit = [c for c in CANDIDATES if c <= max(32, elements) and elements <= MOST_PER_LANE * c]
+    return fit or [CANDIDATES[-1]]
+
+
 def device_name(device) -> str:
     return getattr(device, "name", None) or str(device)
 
@@ -158,7 +170,7 @@ def block_dim_for(call, kernel, blocks, inputs, outputs, device, out_operands) -
     choice = recall(key)
     if choice is not None:
         return int(choice)
-    candidates = [c for c in CANDIDATES if c <= max(32, elements)]
+    candidates = lane_candidates(elements)
 
     def run(block_dim):
         launch_tiled(kernel, dim=[blocks], inputs=[*inputs, *outputs], block_dim=block_dim, device=device,
