@@ -32,7 +32,7 @@ class Pipelined:
     stages: int
     scalars: list  # the pure scalar statements before the last load, in order
     loads: list    # the tile_load statements
-    asynchronous: set = field(default_factory=set)  # ids of the wgmma products left running
+    asynchronous: set = field(default_factory=set)  # ids of the products of the loads (wgmma: left running)
     affine: bool = False  # every load's array fixed and offsets affine in the loop variable
 
 
