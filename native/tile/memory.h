@@ -128,7 +128,7 @@ TW_FUNC bool box_fits(const array_t<T, D>& a, const int64_t (&offset)[D]) {
     return box_copies<X, T>::value && box_inside<typename X::shape>(a, offset, 16);
 }
 // How a block's threads share the 16-byte pieces of a box: where the box's rows are whole multiples
-// of the block, each thread copies one column of pieces, `rows` rows apart (columns_t); its
+// of the block, each thread copies one column of pieces, `rows` rows apart (`columns`); its
 // addresses then advance by a constant (the swizzle repeats every 8 rows), no per-piece index
 // arithmetic.
 template <typename X, typename T> struct pieces_of {
@@ -176,9 +176,13 @@ TW_FUNC void copy_box_async(X& out, const array_t<T, D>& a, const char* mine) {
         }
     }
 }
+// this thread's first piece of the box at `offset`
+template <typename X, typename T, int D> TW_FUNC const char* first_piece_at(const array_t<T, D>& a, const int64_t (&offset)[D]) {
+    return (const char*)byte_ptr(a.data) + box_start(a, offset) + first_piece<X>(a);
+}
 template <typename X, typename T, int D>
 TW_FUNC void copy_box_async(X& out, const array_t<T, D>& a, const int64_t (&offset)[D]) {
-    copy_box_async(out, a, (const char*)byte_ptr(a.data) + box_start(a, offset) + first_piece<X>(a));
+    copy_box_async(out, a, first_piece_at<X>(a, offset));
 }
 // The box's copies where it fits (the block waits for them, then syncs, unless Wait is false); false
 // where it does not. Synced: the caller has synced the block since the tile was last read.
@@ -277,7 +281,7 @@ TW_FUNC void walk_from(box_walk& w, const X&, const array_t<T, D>& a, I... i) {
 #if TW_IS_CUDA
     int64_t o[D];
     detail::offsets(o, i...);
-    w.mine = (const char*)detail::byte_ptr(a.data) + detail::box_start(a, o) + detail::first_piece<X>(a);
+    w.mine = detail::first_piece_at<X>(a, o);
 #else
     (void)w; (void)a; ((void)i, ...);  // (the CPU never walks: tile_prefetch_fits)
 #endif
@@ -287,8 +291,7 @@ TW_FUNC void walk_by(box_walk& w, const X&, const array_t<T, D>& a, int64_t dk, 
 #if TW_IS_CUDA
     int64_t o[D];
     detail::offsets(o, i...);
-    const char* next = (const char*)detail::byte_ptr(a.data) + detail::box_start(a, o) + detail::first_piece<X>(a);
-    w.per = dk ? (int64_t)(next - w.mine) / dk : 0;
+    w.per = dk ? (int64_t)(detail::first_piece_at<X>(a, o) - w.mine) / dk : 0;
 #else
     (void)w; (void)a; (void)dk; ((void)i, ...);
 #endif
@@ -361,10 +364,7 @@ TW_FUNC void tile_store(const array_t<T, D>& a, const mtile<TT, S, P, K, W>& t, 
     if constexpr (V > 1) {
         if (detail::box_inside<S>(a, o, V * (int)sizeof(T))) {
             struct alignas(V * sizeof(T)) run_t { T v[V]; };
-            int64_t byte = 0;
-            TW_UNROLL
-            for (int d = 0; d < D; ++d) byte += o[d] * a.strides[d];
-            char* base = (char*)detail::byte_ptr(a.data) + byte;
+            char* base = (char*)detail::byte_ptr(a.data) + detail::box_start(a, o);
             TW_UNROLL
             for (int r = 0; r < TW_TILE_REGS(S::size, P); r += V) {
                 const int e = X::element(r);
