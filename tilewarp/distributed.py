@@ -212,6 +212,20 @@ def _digest(text: str) -> bytes:
     return hashlib.sha256(text.encode()).digest()[:16]
 
 
+def _abort_job(comm):
+    """Abort the MPI job, letting the launcher forward what this rank printed first: an abort
+    kills the job's processes at once, and output still in the pipe to the launcher was lost."""
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    time.sleep(0.5)
+    comm.Abort(1)
+
+
 def init(backend: str = "auto", device=None, timeout: float = 300.0) -> Context:
     """This process's ``Context``. ``backend``: ``"mpi"``, ``"nccl"``, ``"gloo"`` (torch), ``"single"``
     or ``"auto"``: torch when started by ``torchrun`` (NCCL on GPUs, gloo on CPUs), MPI when started
@@ -242,7 +256,7 @@ def init(backend: str = "auto", device=None, timeout: float = 300.0) -> Context:
         ctx = Context(comm.Get_rank(), comm.Get_size(), local, "mpi", device, timeout, comm=comm)
         # after a deadline passed, MPI_Finalize would wait for the missing rank forever: end the job
         # instead (atexit runs this before mpi4py's own finalisation, registered earlier)
-        atexit.register(lambda: ctx.broken and comm.Abort(1))
+        atexit.register(lambda: ctx.broken and _abort_job(comm))
         return ctx
     if backend not in ("nccl", "gloo"):
         raise ValueError(f"init: unknown backend {backend!r}")

@@ -98,7 +98,7 @@ def test_collectives_over_ranks():
 
 
 @pytest.mark.parametrize("mode", ["die", "idle"])
-def test_a_missing_rank_ends_the_job_without_a_hang(mode):
+def test_a_missing_rank_ends_the_job_without_a_hang(mode, tmp_path):
     """A rank that dies (the launcher ends the job, MPICH's default; with -disable-auto-cleanup the
     others run on) or that lives on without taking part: rank 0 raises at its deadline, saying so,
     and the job is aborted instead of waiting in MPI_Finalize."""
@@ -111,12 +111,14 @@ def test_a_missing_rank_ends_the_job_without_a_hang(mode):
     hydra = "HYDRA" in subprocess.run([MPIEXEC, "--version"], capture_output=True, text=True).stdout
     flags = ["-disable-auto-cleanup"] if hydra and mode == "die" else []
     t0 = time.monotonic()
-    res = subprocess.run([MPIEXEC, *flags, "-n", "2", sys.executable, str(HERE / "dying_rank.py"), mode, "5"],
+    res = subprocess.run([MPIEXEC, *flags, "-n", "2", sys.executable, str(HERE / "dying_rank.py"), mode, "5",
+                          str(tmp_path / "rank0.txt")],
                          capture_output=True, text=True, timeout=120, env=env)
     said = res.stdout + res.stderr
     assert res.returncode != 0 and time.monotonic() - t0 < 60, said
     if mode == "idle" or flags:
-        assert "rank 0 of 2 waited 5 s for the other ranks" in res.stdout, said
+        report = tmp_path / "rank0.txt"
+        assert report.exists() and "rank 0 of 2 waited 5 s for the other ranks" in report.read_text(), said
 
 
 def test_wave_example_is_bit_identical_on_two_ranks(tmp_path):
