@@ -1,12 +1,17 @@
 """Side-by-side benchmarks: the same kernels through tilewarp and warp-lang, with ratios.
 
-Timing: host clock around N launches followed by synchronize, median of repeats, warm-up
-excluded (the method of ../shared/bench/anchors.py). Usage:
+Timing: the median of repeats of N calls, warm-up excluded. Kernel throughput on a GPU (the SIMT
+kernels, the tile programs, the copy ceiling) is the device's time between CUDA events recorded
+before the first call and after the last (what CuPy, Triton's do_bench and Nsight report: the host
+waiting for the last kernel is not the kernels' time); on the CPU, and for what is host work
+(launch overhead, Tape.backward, compiles), the host clock from the first call to the synchronize
+after the last (the method of ../shared/bench/anchors.py). Usage:
     python -m benchmarks [--device cpu|cuda:0] [--quick] [--only integrate,bounce,launch,compile,backward,tiles]
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import os
 import statistics
@@ -70,17 +75,25 @@ def load(module_name: str, cache: str):
     return wp, mod
 
 
-def timeit(wp, fn, iters, repeats=7):
+def timeit(wp, fn, iters, repeats=7, device=None):
+    """Median seconds per call of ``fn``: by CUDA events on a CUDA ``device``, else the host clock."""
     fn()
     wp.synchronize()
+    stream = wp.get_stream(device) if device is not None and str(device).startswith("cuda") else None
     times = []
     for _ in range(repeats):
         wp.synchronize()
+        if stream is not None:
+            start, end = wp.Event(device, enable_timing=True), wp.Event(device, enable_timing=True)
+            stream.record_event(start)
         t = time.perf_counter()
         for _ in range(iters):
             fn()
+        if stream is not None:
+            stream.record_event(end)
         wp.synchronize()
-        times.append((time.perf_counter() - t) / iters)
+        elapsed = time.perf_counter() - t if stream is None else wp.get_event_elapsed_time(start, end) / 1e3
+        times.append(elapsed / iters)
     return statistics.median(times)
 
 
@@ -89,7 +102,7 @@ def bench_integrate(wp, k, device, n, on_gpu):
     x, v, f = (wp.array(rng.random((n, 3), dtype=np.float32), dtype=wp.vec3, device=device) for _ in range(3))
     im = wp.array(rng.random(n, dtype=np.float32) + 0.5, dtype=float, device=device)
     s = timeit(wp, lambda: wp.launch(k.integrate, dim=n, inputs=[x, v, f, im, 0.01], device=device),
-               20 if on_gpu else 10)
+               20 if on_gpu else 10, device=device)
     return s, n * 64  # bytes: read x, v, f (3 x 12), inv_m (4); write v, x (2 x 12)
 
 
@@ -97,7 +110,8 @@ def bench_bounce(wp, k, device, n, on_gpu):
     rng = np.random.default_rng(0)
     x = wp.array(rng.random((n, 3), dtype=np.float32), dtype=wp.vec3, device=device)
     v = wp.zeros(n, dtype=wp.vec3, device=device)
-    s = timeit(wp, lambda: wp.launch(k.bounce, dim=n, inputs=[x, v, 1e-3, 4], device=device), 20 if on_gpu else 10)
+    s = timeit(wp, lambda: wp.launch(k.bounce, dim=n, inputs=[x, v, 1e-3, 4], device=device), 20 if on_gpu else 10,
+               device=device)
     return s, n * 48
 
 
@@ -172,7 +186,7 @@ def copy_ceiling(wp, device, nbytes):
     n = nbytes // 4
     a = wp.zeros(n, dtype=float, device=device)
     b = wp.zeros(n, dtype=float, device=device)
-    s = timeit(wp, lambda: wp.copy(b, a), 20)
+    s = timeit(wp, lambda: wp.copy(b, a), 20, device=device)
     return 2 * n * 4 / s
 
 
@@ -210,7 +224,7 @@ def main():
         if "backward" in only:
             r["backward"], r["tape_launch"] = bench_backward(wp, k, device, n, on_gpu)
         if "tiles" in only:
-            r["tiles"] = bench_tiles(wp, k, device, on_gpu, timeit)
+            r["tiles"] = bench_tiles(wp, k, device, on_gpu, functools.partial(timeit, device=device))
             r.setdefault("ceiling", copy_ceiling(wp, device, (1 << 24) * 32 if on_gpu else (1 << 18) * 32))
     report(results, modules, device)
 

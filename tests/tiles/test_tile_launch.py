@@ -107,3 +107,142 @@ def test_launch_uses_the_grid_launch_dims_gives(monkeypatch):
     out.zero_()
     wp.launch(total, n, inputs=[a, out], block_dim=BD, device="cpu")
     assert out.numpy()[0] == n // 2  # only the first half of the tasks ran
+
+
+@wp.kernel
+def total_2d(a: wp.array2d(dtype=wp.int32), out: wp.array(dtype=wp.int32)):
+    i = wp.tid()
+    t = wp.tile_load(a, shape=(2, BD), offset=(2 * i, 0))
+    wp.tile_atomic_add(out, wp.tile_sum(t), offset=1)
+
+
+@wp.kernel
+def sum_also_stored(a: wp.array(dtype=float), out: wp.array(dtype=float), sums: wp.array(dtype=float)):
+    i = wp.tid()
+    s = wp.tile_sum(wp.tile(a[i]))
+    wp.tile_atomic_add(out, s)
+    wp.tile_store(sums, s, offset=i / BD)
+
+
+def _source(kernel, dim) -> str:
+    from tilewarp.emit import emit_module
+    from tilewarp.runtime.tiled import block_shape
+
+    return emit_module(kernel.ir_for(BD), None, block_shape(kernel, dim, BD))
+
+
+def test_sums_added_into_one_place_fold_into_the_atomic(device):
+    """tile_atomic_add(out, tile_sum(t)): each thread keeps the sum of its own elements over its
+    blocks, reduced once per run of one address (block/combine.py); the per-block reduction is gone."""
+    assert "tile_atomic_add_folded" in _source(total, 4096) and "tile_reduce" not in _source(total, 4096)
+    assert "tile_atomic_add_folded" in _source(per_slot, (97, BD))  # uniform offsets that change
+    rng = np.random.default_rng(5)
+    rows = 2 * 301
+    x = rng.integers(-1000, 1000, (rows, BD)).astype(np.int32)
+    out = wp.array(np.array([7, -3], dtype=np.int32), device=device)
+    wp.launch_tiled(total_2d, dim=[rows // 2], inputs=[wp.array(x, device=device), out], block_dim=BD, device=device)
+    assert "tile_atomic_add_folded" in _source(total_2d, (rows // 2, BD))
+    assert out.numpy().tolist() == [7, -3 + int(x.astype(np.int64).sum())]  # integers: exact
+
+
+def test_a_sum_read_elsewhere_is_not_folded(device):
+    n = 5 * BD + 3  # a partial last block
+    x = np.random.default_rng(6).uniform(-1, 1, n).astype(np.float32)
+    out = wp.zeros(1, dtype=float, device=device)
+    sums = wp.zeros(6, dtype=float, device=device)
+    wp.launch(sum_also_stored, n, inputs=[wp.array(x, device=device), out, sums], block_dim=BD, device=device)
+    src = _source(sum_also_stored, n)
+    assert "tile_atomic_add_combined" in src and "tile_atomic_add_folded" not in src
+    want = np.add.reduceat(x.astype(np.float64), np.arange(0, n, BD))
+    np.testing.assert_allclose(sums.numpy(), want, rtol=1e-5, atol=1e-5)
+    assert out.numpy()[0] == pytest.approx(want.sum(), rel=1e-5, abs=1e-5)
+
+
+@wp.kernel
+def row_totals(a: wp.array2d(dtype=float), b: wp.array2d(dtype=float)):
+    i = wp.tid()
+    wp.tile_store(b[i], wp.tile_sum(wp.tile_load(a[i], 4 * BD)))
+
+
+@wp.kernel
+def copy_rows(a: wp.array2d(dtype=float), b: wp.array2d(dtype=float)):
+    i = wp.tid()
+    wp.tile_store(b[i], wp.tile_load(a[i], 4 * BD))
+
+
+@wp.kernel
+def scaled_totals(a: wp.array2d(dtype=float), w: wp.array(dtype=float), b: wp.array2d(dtype=float)):
+    i = wp.tid()
+    t = wp.tile_load(a[i], 4 * BD) * wp.tile_load(w, 4 * BD)  # w: the same for every block
+    wp.tile_store(b[i], wp.tile_sum(t))
+
+
+def test_only_reductions_whose_reads_move_with_the_block_stream():
+    """Streaming reads (ld.global.cs, block/streaming.py): a kernel that reads far more than it
+    writes, each read at the launch coordinate; not a copy, not one that reads a shared weight."""
+    from tilewarp.block.streaming import streams_reads
+
+    assert streams_reads(row_totals.ir_for(BD), BD) and streams_reads(total.ir_for(BD), BD)
+    assert not streams_reads(copy_rows.ir_for(BD), BD)
+    assert not streams_reads(scaled_totals.ir_for(BD), BD)
+    assert "stream_reads<0>" in _source(row_totals, (64, BD)) and "stream_reads<0>" not in _source(copy_rows, (64, BD))
+
+
+def test_streaming_kernels_give_the_same_answers(device):
+    rng = np.random.default_rng(7)
+    x = rng.uniform(-1, 1, (37, 4 * BD)).astype(np.float32)
+    w = rng.uniform(-1, 1, 4 * BD).astype(np.float32)
+    a, b = wp.array(x, device=device), wp.zeros((37, 1), dtype=float, device=device)
+    wp.launch_tiled(row_totals, dim=[37], inputs=[a, b], block_dim=BD, device=device)
+    np.testing.assert_allclose(b.numpy()[:, 0], x.sum(axis=1), rtol=1e-5, atol=1e-5)
+    wp.launch_tiled(scaled_totals, dim=[37], inputs=[a, wp.array(w, device=device), b], block_dim=BD, device=device)
+    np.testing.assert_allclose(b.numpy()[:, 0], (x * w).sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+@wp.kernel
+def block_coords_2d(out: wp.array2d(dtype=wp.int32), first: wp.array(dtype=wp.int32), lanes: wp.array2d(dtype=wp.int32)):
+    i, j = wp.tid()
+    wp.tile_atomic_add(first, wp.tile_ones(shape=1, dtype=wp.int32), offset=i)
+    out[i, j] = i * 1000 + j
+
+
+@wp.kernel
+def block_coords_3d(out: wp.array3d(dtype=wp.int32)):
+    i, j, k = wp.tid()
+    t = wp.tile_full(shape=1, value=i * 10000 + j * 100 + k, dtype=wp.int32)
+    wp.tile_store(out[i, j], t, offset=k)
+
+
+@wp.kernel
+def first_coord(count: wp.array(dtype=wp.int32)):
+    i = wp.tid()  # in a 2-d tiled launch: the first coordinate
+    wp.tile_atomic_add(count, wp.tile_ones(shape=1, dtype=wp.int32), offset=i)
+
+
+@wp.kernel
+def coords_and_lane(lanes: wp.array2d(dtype=wp.int32)):
+    i, j, lane = wp.tid()
+    wp.atomic_add(lanes, i, j, lane)
+    wp.tile_atomic_add(lanes[i], wp.tile_zeros(shape=1, dtype=wp.int32), offset=j)
+
+
+def test_tiled_launch_coordinates_come_from_the_block_index(device):
+    """In wp.launch_tiled the last launch dimension is the lanes: the block's coordinates are read
+    from its index without dividing by the lanes (emit/block.py, tw::block_tid); every arity of
+    wp.tid() gives Warp's values."""
+    out = wp.full((7, 5), -1, dtype=wp.int32, device=device)
+    first = wp.zeros(7, dtype=wp.int32, device=device)
+    wp.launch_tiled(block_coords_2d, dim=[7, 5], inputs=[out, first, out], block_dim=BD, device=device)
+    i, j = np.meshgrid(np.arange(7), np.arange(5), indexing="ij")
+    np.testing.assert_array_equal(out.numpy(), i * 1000 + j)
+    np.testing.assert_array_equal(first.numpy(), np.full(7, 5))
+    out3 = wp.full((3, 4, 5), -1, dtype=wp.int32, device=device)
+    wp.launch_tiled(block_coords_3d, dim=[3, 4, 5], inputs=[out3], block_dim=BD, device=device)
+    i, j, k = np.meshgrid(np.arange(3), np.arange(4), np.arange(5), indexing="ij")
+    np.testing.assert_array_equal(out3.numpy(), i * 10000 + j * 100 + k)
+    count = wp.zeros(6, dtype=wp.int32, device=device)
+    wp.launch_tiled(first_coord, dim=[6, 9], inputs=[count], block_dim=BD, device=device)
+    np.testing.assert_array_equal(count.numpy(), np.full(6, 9))
+    lanes = wp.zeros((4, 3), dtype=wp.int32, device=device)
+    wp.launch_tiled(coords_and_lane, dim=[4, 3], inputs=[lanes], block_dim=BD, device=device)
+    np.testing.assert_array_equal(lanes.numpy(), np.full((4, 3), BD * (BD - 1) // 2))

@@ -10,6 +10,12 @@ order, so only the rounding of the total can differ, as between two runs of the 
 A call is combined when nothing could tell: it adds a one-element tile, nobody reads the old
 values it returns, and the kernel uses the array for nothing else (no read could see the
 deferred adds).
+
+A combined call that adds ``tile_sum(t)`` made just before it (scalar arithmetic between), and
+read nowhere else, is folded into the sum (``tw::folded_sum``): each thread adds its own elements
+of ``t`` over its blocks, and the threads' totals are reduced once per run of blocks instead of
+once per block (measured on an H100 in benchmarks/RESULTS.md). The target offsets must be the
+same in every lane, so that all threads flush together.
 """
 from __future__ import annotations
 
@@ -56,3 +62,36 @@ def _reads(s) -> list:
         if isinstance(v, ir.Value):
             out.append(v)
     return out
+
+
+def folded_sums(fn: ir.Function, combined: dict, varying: set) -> dict:
+    """``{id(atomic statement): sum statement}`` of combined calls that fold the ``tile_sum`` made
+    before them with only scalar arithmetic between (top level of the body only: every thread runs
+    both)."""
+    used = {}
+    for s in ir.walk(fn.body):
+        for v in _reads(s):
+            used[id(v)] = used.get(id(v), 0) + 1
+    folded, last_sum = {}, None
+    for s in fn.body:
+        if id(s) in combined and last_sum is not None:
+            target, added, *offsets = s.op.args
+            if added is last_sum.dst and used.get(id(added)) == 1 and not any(id(o) in varying for o in offsets):
+                folded[id(s)] = last_sum
+        if _is_call(s, "tile_sum") and s.op.template[-1] is None:
+            last_sum = s
+        elif not _pure_scalar(s):  # could change the summed tile: the sum stays where it is
+            last_sum = None
+    return folded
+
+
+def _is_call(s, name: str) -> bool:
+    return isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and s.op.builtin.name == name
+
+
+def _pure_scalar(s) -> bool:
+    """A statement that only computes a non-tile value (the target's offsets, say)."""
+    if not isinstance(s, ir.Assign) or s.dst is None or T.is_tile(s.dst.type):
+        return False
+    return isinstance(s.op, ir.Copy) or isinstance(s.op, ir.Call) and not s.op.builtin.side_effect
+

@@ -380,7 +380,7 @@ def emit_backward_module(kernel: ir.Function, backward: ir.Function, block=None)
     from .block_adjoint import BlockAdjointPrinter
 
     printer = BlockAdjointPrinter(prepare(kernel), block)
-    with names.block_kernel(block.lane_tids):
+    with names.block_kernel(block):
         out += printer.kernel(args, body, kernel.param_names)
     from .block import entry as block_entry
 

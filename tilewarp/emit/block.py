@@ -33,6 +33,13 @@ class BlockShape:
     # tid components that are their value at the block's first lane plus the lane's index (the
     # innermost launch dimension, a whole number of blocks wide): no division per lane
     lane_tids: frozenset = frozenset()
+    # the launch's last dimension is the block's lanes (wp.launch_tiled): its uniform tid components
+    # are coordinates of the block index, read once per block without dividing by the lanes
+    rows: bool = False
+
+    @property
+    def block_tids(self) -> frozenset:
+        return self.uniform_tids if self.rows else frozenset()
 
     @property
     def threads(self) -> int:
@@ -87,11 +94,15 @@ def entry(name: str, block: BlockShape, deferred: str = "tw::no_deferred") -> st
     return f"TW_BLOCK_KERNEL_ENTRY({name}, {deferred}, {block.block_dim}, tw_threads)"
 
 
-def deferred_struct(name: str, combined: dict, fn: ir.Function) -> list:
-    """What a thread defers over the blocks it runs: a combiner per combined atomic (block/combine.py)."""
+def deferred_struct(name: str, combined: dict, folded: dict, fn: ir.Function) -> list:
+    """What a thread defers over the blocks it runs: a combiner per combined atomic, a partial sum
+    per folded one (block/combine.py)."""
     slots = {k: s for s in ir.walk(fn.body) if (k := combined.get(id(s))) is not None}
     lines = [f"struct {name} {{"]
-    lines += [f"    tw::atomic_combiner<{slots[k].op.args[0].type.dtype._cpp_}> c{k};" for k in sorted(slots)]
+    for k in sorted(slots):
+        dtype = slots[k].op.args[0].type.dtype._cpp_
+        kind = f"folded_sum<{dtype}, tw_threads>" if id(slots[k]) in folded else f"atomic_combiner<{dtype}>"
+        lines.append(f"    tw::{kind} c{k};")
     lines.append(f"    TW_FUNC void flush() {{ {' '.join(f'c{k}.flush();' for k in sorted(slots))} }}")
     return lines + ["};", ""]
 
@@ -138,6 +149,8 @@ def prologue(smem_bytes: int, block: BlockShape, lane_returns: bool = False) -> 
     for k, n in sorted(block.lane_tids):
         first = "tw::tid_first(args.bounds, tw_base)" if n == 1 else f"tw::tid<{k}, {n}>(args.bounds, tw_base)"
         lines.append(f"const int32_t tw_tid_{k}_{n} = {first};")
+    for k, n in sorted(block.block_tids):
+        lines.append(f"const int32_t tw_tid_{k}_{n} = tw::block_tid<{k}, {n}>(args.bounds, block);")
     if lane_returns:
         lines.append("TW_VARYING(tw_done, bool);  // lanes that returned")
     return lines

@@ -10,7 +10,8 @@ from .. import types as T
 from ..builtins.array import LOCATED, emit_located
 from ..ir import nodes as ir
 from . import names
-from ..block.combine import combined_atomics
+from ..block.combine import combined_atomics, folded_sums
+from ..block.streaming import streams_reads
 from .block import (LaneGrouping, block_analysis, block_args, declare, deferred_struct, into_expression, loads_in_flight,
                     prologue, blocks_per_sm)
 from ..compile.nvrtc import MATHDX_MARK
@@ -37,6 +38,9 @@ def emit_module(kernel: ir.Function, sites=None, block=None, mathdx: bool = Fals
     if printer.mathdx:  # cuBLASDx's headers only where asked for (compile/nvrtc.py adds their paths)
         out[1:1] = ['#include "tile/dx.h"', MATHDX_MARK]
     if block is not None:
+        if sites is None and streams_reads(kernel, block.block_dim):  # ld.global.cs (block/streaming.py)
+            out[1:1] = ["namespace tw::detail {", "template <> struct stream_reads<0> {",
+                        "    static constexpr bool value = true;", "};", "}  // namespace tw::detail"]
         out += block_constants(block, blocks_per_sm(kernel, printer.storage, block.threads))
     plan = forward_plan(kernel)  # the callees, and the adjoints wp.grad(f) calls
     out += structs.definitions([*plan.functions, kernel])  # @wp.struct types, each after those it contains
@@ -45,7 +49,7 @@ def emit_module(kernel: ir.Function, sites=None, block=None, mathdx: bool = Fals
 
         out += struct_accumulators([*plan.functions, kernel])
     out += definitions(plan, sites)
-    with names.block_kernel(block.lane_tids if block is not None else frozenset()):
+    with names.block_kernel(block):
         out += printer.kernel()
     entry = f"{names.kernel_entry(kernel.symbol)}, {names.args_struct(kernel.symbol)}, {names.body(kernel.symbol)}"
     out += ["}  // namespace", ""]
@@ -126,11 +130,14 @@ class _Printer(LaneGrouping):
         self.last_text = None
         self.block_shape, self.in_lanes = block, False
         self.combined, self.deferred = {}, "tw::no_deferred"
+        self.folded, self.folded_away = {}, set()  # combined atomics of a tile_sum, and those sums
         self.no_wait = set()  # ids of tile_loads whose copies the next load waits for
         if block is not None:
             self.lanes, self.storage = block_analysis(fn, block, registers=not mathdx, shared_limit=shared_limit)
             if sites is None:  # debug builds keep every atomic where it is
                 self.combined = combined_atomics(fn)
+                self.folded = folded_sums(fn, self.combined, self.lanes.varying)
+                self.folded_away = {id(f) for f in self.folded.values()}
 
     def line(self, text: str):
         self.lines.append("    " * self.depth + text)
@@ -170,7 +177,7 @@ class _Printer(LaneGrouping):
         if self.block_shape is not None:
             if self.combined:
                 self.deferred = names.body(f.symbol) + "_deferred"
-                self.lines += deferred_struct(self.deferred, self.combined, f)
+                self.lines += deferred_struct(self.deferred, self.combined, self.folded, f)
             index = f"int64_t block, {self.deferred}& tw_deferred"
         self.lines.append(f"TW_FORCEINLINE TW_FUNC void {names.body(f.symbol)}(const {args}& args, {index}) {{")
         if self.block_shape is not None:
@@ -208,9 +215,18 @@ class _Printer(LaneGrouping):
         self.line(tail)
 
     def stmt_Assign(self, s: ir.Assign):
+        if id(s) in self.folded_away:
+            self.line("// (the sum is folded into the tile_atomic_add after it)")
+            return
         if id(s) in self.combined:
-            args = ", ".join(block_args(s.op, self.lanes, ref))
-            self.line(f"tw::tile_atomic_add_combined(tw_deferred.c{self.combined[id(s)]}, {args});")
+            args = block_args(s.op, self.lanes, ref)
+            slot = f"tw_deferred.c{self.combined[id(s)]}"
+            if id(s) in self.folded:
+                total = self.folded[id(s)]
+                args[1] = ref(total.op.args[0])
+                self.line(f"tw::tile_atomic_add_folded<decltype({ref(total.dst)})>({slot}, {', '.join(args)});")
+            else:
+                self.line(f"tw::tile_atomic_add_combined({slot}, {', '.join(args)});")
             return
         if self.block_shape is not None and s.dst is not None and T.is_tile(s.dst.type):
             if isinstance(s.op, ir.Copy):

@@ -31,15 +31,22 @@ def lane_tids() -> frozenset:
     return getattr(_lanes, "tids", frozenset())
 
 
+def block_tids() -> frozenset:
+    """``(k, n)`` of the tid components the block being printed reads from its block index."""
+    return getattr(_lanes, "block_tids", frozenset())
+
+
 @contextlib.contextmanager
-def block_kernel(tids):
-    """While a block kernel is printed: its lane-offset tid components (``emit.block.BlockShape``)."""
-    saved = getattr(_lanes, "tids", frozenset())
-    _lanes.tids = tids
+def block_kernel(block):
+    """While a block kernel is printed (``emit.block.BlockShape``, or None): its lane-offset tid
+    components and those its prologue computes from the block index."""
+    saved = getattr(_lanes, "tids", frozenset()), getattr(_lanes, "block_tids", frozenset())
+    _lanes.tids = block.lane_tids if block is not None else frozenset()
+    _lanes.block_tids = block.block_tids if block is not None else frozenset()
     try:
         yield
     finally:
-        _lanes.tids = saved
+        _lanes.tids, _lanes.block_tids = saved
 
 
 @contextlib.contextmanager
