@@ -666,9 +666,20 @@ def indexed_descriptor(ndim: int):
 
 
 class LaunchBounds(ctypes.Structure):
-    """ctypes twin of ``tw::launch_bounds_t``."""
+    """ctypes twin of ``tw::launch_bounds_t``: the shape, and per extent the reciprocal that divides
+    by it on the device (``reciprocal``)."""
 
-    _fields_ = [("shape", ctypes.c_int32 * 4), ("ndim", ctypes.c_int32), ("size", ctypes.c_int64)]
+    _fields_ = [("shape", ctypes.c_int32 * 4), ("ndim", ctypes.c_int32), ("size", ctypes.c_int64),
+                ("mul", ctypes.c_uint32 * 4), ("shift", ctypes.c_uint32 * 4)]
+
+
+def reciprocal(extent: int) -> tuple:
+    """``(mul, shift)`` with ``n // extent == (n * mul >> 32) >> shift`` for every ``0 <= n < 2**31``
+    (native/runtime/launch.h explains why); ``(0, 0)`` for an extent of 0 or 1 (no division)."""
+    if extent < 2:
+        return 0, 0
+    bits = (extent - 1).bit_length()  # ceil(log2(extent))
+    return -(-(1 << (31 + bits)) // extent), bits - 1
 
 
 def constant(x):

@@ -7,7 +7,25 @@ struct launch_bounds_t {
     int32_t shape[4];
     int32_t ndim;
     int64_t size;  // product of shape[0..ndim)
+    // Per dimension, a reciprocal of its extent, filled by the host (runtime/launch.py, launch_ext.cpp):
+    // for an extent e >= 2, l = ceil(log2 e), mul = ceil(2^(31 + l) / e) and shift = l - 1, so that
+    // n / e = umulhi(n, mul) >> shift for every n < 2^31 (the error mul * e - 2^(31 + l) is below e,
+    // too small to reach the next multiple); mul = 0 for an extent of 0 or 1 (n itself).
+    uint32_t mul[4];
+    uint32_t shift[4];
 };
+
+// n / shape[d] for n < 2^31 by the host's reciprocal: a multiply and a shift instead of a division
+// (~20 instructions and a reciprocal's latency), which sat between a tile block's start and its
+// loads (the tile sum of squares 2-3 % faster on an H100).
+TW_FUNC uint32_t quotient(const launch_bounds_t& b, int d, uint32_t n) {
+    if (b.mul[d] == 0) return n;
+#if TW_IS_CUDA
+    return __umulhi(n, b.mul[d]) >> b.shift[d];
+#else
+    return (uint32_t)(((uint64_t)n * b.mul[d]) >> 32) >> b.shift[d];
+#endif
+}
 
 // Index along dimension K when the kernel unpacks N = wp.tid() components: row-major over the
 // first N launch dimensions (last fastest), the first component taking the whole quotient.
@@ -25,15 +43,13 @@ TW_FUNC int32_t coordinate(int32_t c) {
 }
 template <int K, int N>
 TW_FUNC int32_t tid(const launch_bounds_t& b, int64_t task) {
-    if (b.size <= 0x7fffffff) {  // 32-bit division: several times cheaper on a GPU than 64-bit
+    if (b.size <= 0x7fffffff) {
+        // coordinate K: the task over the extents after K (those from N on fold away with them),
+        // modulo extent K unless K is first; padded extents are 1s
         uint32_t t = (uint32_t)task;
-        if (b.ndim > N) {
-            uint32_t folded = 1;
-            for (int d = N; d < 4; ++d) folded *= (uint32_t)b.shape[d];
-            t /= folded;
-        }
-        for (int d = N - 1; d > K; --d) t /= (uint32_t)b.shape[d];
-        return coordinate((int32_t)(K == 0 ? t : t % (uint32_t)b.shape[K]));
+        TW_UNROLL
+        for (int d = 3; d > K; --d) t = quotient(b, d, t);
+        return coordinate((int32_t)(K == 0 ? t : t - quotient(b, K, t) * (uint32_t)b.shape[K]));
     }
     int64_t t = task;
     if (b.ndim > N) {  // the shape is padded with 1s: fold every dimension from N on
@@ -47,29 +63,24 @@ TW_FUNC int32_t tid(const launch_bounds_t& b, int64_t task) {
 // A lone wp.tid(): the first coordinate of however many dimensions the launch has (as in Warp).
 TW_FUNC int32_t tid_first(const launch_bounds_t& b, int64_t task) {
     if (b.ndim == 1) return (int32_t)task;
-    // the trailing extents' product (the shape is padded with 1s), multiplied rather than divided
-    // out of the size: a 64-bit division per block was most of a short tile block's instructions
-    if (b.size <= 0x7fffffff)
-        return (int32_t)((uint32_t)task / ((uint32_t)b.shape[1] * (uint32_t)b.shape[2] * (uint32_t)b.shape[3]));
+    if (b.size <= 0x7fffffff) return tid<0, 1>(b, task);  // by the trailing extents' reciprocals
     return (int32_t)(task / ((int64_t)b.shape[1] * b.shape[2] * b.shape[3]));
 }
 TW_FUNC int32_t tid_linear(int64_t task) { return (int32_t)task; }
 // tid<K, N> of a block whose launch's last dimension is its lanes (wp.launch_tiled): the other
 // coordinates are those of the block index, so no division by the lanes (a one-dimensional
 // wp.launch_tiled's wp.tid() is the block index itself: the row sum ran 3 % faster on an H100).
-// (Every shape index is a constant once the loops unroll: see tid above.)
-template <int K, int N, typename U> TW_FUNC int32_t block_tid_in(const launch_bounds_t& b, U t) {
-    const int last = b.ndim - 1;  // the lanes
+template <int K, typename U> TW_FUNC int32_t block_tid_in(const launch_bounds_t& b, U t) {
+    const int last = b.ndim - 1;  // the lanes: not part of the block index
     TW_UNROLL
-    for (int d = N; d < 3; ++d)  // dimensions from N to the lanes fold away
-        if (d < last) t /= (U)b.shape[d];
-    TW_UNROLL
-    for (int d = N - 1; d > K; --d)  // the lanes' dimension is not part of the block index
-        if (d != last) t /= (U)b.shape[d];
-    return coordinate((int32_t)(K == 0 ? t : t % (U)b.shape[K]));
+    for (int d = 3; d > K; --d)
+        if (d != last) t = sizeof(U) == 4 ? (U)quotient(b, d, (uint32_t)t) : t / (U)b.shape[d];
+    if (K == 0) return coordinate((int32_t)t);
+    const U q = sizeof(U) == 4 ? (U)quotient(b, K, (uint32_t)t) : t / (U)b.shape[K];
+    return coordinate((int32_t)(t - q * (U)b.shape[K]));
 }
 template <int K, int N> TW_FUNC int32_t block_tid(const launch_bounds_t& b, int64_t block) {
-    return b.size <= 0x7fffffff ? block_tid_in<K, N>(b, (uint32_t)block) : block_tid_in<K, N>(b, (uint64_t)block);
+    return b.size <= 0x7fffffff ? block_tid_in<K>(b, (uint32_t)block) : block_tid_in<K>(b, (uint64_t)block);
 }
 
 #if !TW_IS_CUDA

@@ -25,8 +25,21 @@ typedef int (*submit_fn)(const void* rec, const char* args);
 
 // Argument blocks up to this size are packed on the stack (CUDA's classic parameter limit).
 constexpr Py_ssize_t kMaxArgs = 4096;
-// tw::launch_bounds_t: int32 shape[4], int32 ndim, int64 size (the block starts with it).
-constexpr int kBoundsNdim = 16, kBoundsSize = 24, kBoundsBytes = 32;
+// tw::launch_bounds_t: int32 shape[4], int32 ndim, int64 size, uint32 mul[4], uint32 shift[4]
+// (the block starts with it).
+constexpr int kBoundsNdim = 16, kBoundsSize = 24, kBoundsMul = 32, kBoundsShift = 48, kBoundsBytes = 64;
+
+// The reciprocal of a launch extent, as tilewarp.types.reciprocal computes it (launch.h uses it).
+void reciprocal(uint32_t extent, uint32_t* mul, uint32_t* shift) {
+    if (extent < 2) {
+        *mul = *shift = 0;
+        return;
+    }
+    uint32_t bits = 0;  // ceil(log2(extent))
+    while ((1ull << bits) < extent) ++bits;
+    *mul = static_cast<uint32_t>(((1ull << (31 + bits)) + extent - 1) / extent);
+    *shift = bits - 1;
+}
 
 enum Kind : int {
     kArray = 0,  // an array: its token (signature, descriptor bytes) must carry the param's signature
@@ -271,9 +284,13 @@ bool put_bounds(PyObject* dim, int tid_arity, char* block, int64_t* size) {
         shape[k] = static_cast<int32_t>(d);
         n *= d;
     }
+    uint32_t mul[4], shift[4];
+    for (int k = 0; k < 4; ++k) reciprocal(static_cast<uint32_t>(shape[k]), &mul[k], &shift[k]);
     memcpy(block, shape, sizeof shape);
     memcpy(block + kBoundsNdim, &ndim, 4);
     memcpy(block + kBoundsSize, &n, 8);
+    memcpy(block + kBoundsMul, mul, sizeof mul);
+    memcpy(block + kBoundsShift, shift, sizeof shift);
     *size = n;
     return true;
 }

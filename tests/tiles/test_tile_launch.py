@@ -246,3 +246,31 @@ def test_tiled_launch_coordinates_come_from_the_block_index(device):
     lanes = wp.zeros((4, 3), dtype=wp.int32, device=device)
     wp.launch_tiled(coords_and_lane, dim=[4, 3], inputs=[lanes], block_dim=BD, device=device)
     np.testing.assert_array_equal(lanes.numpy(), np.full((4, 3), BD * (BD - 1) // 2))
+
+
+@wp.kernel
+def coords_in_lanes(out: wp.array3d(dtype=wp.int32), total: wp.array(dtype=wp.int32)):
+    i, j, k = wp.tid()
+    out[i, j, k] = i * 10000 + j * 100 + k
+    wp.tile_atomic_add(total, wp.tile_sum(wp.tile(k)))
+
+
+def test_launch_coordinates_divide_by_the_hosts_reciprocals(device):
+    """wp.tid() divides by the launch extents through reciprocals the host computes (launch.h
+    quotient): lanes whose coordinates wrap inside a block, odd extents, blocks ending mid-row."""
+    from tilewarp.types import reciprocal
+
+    rng = np.random.default_rng(8)
+    for e in [*range(1, 70), 2**31 - 1, 2**30 + 1, *rng.integers(2, 2**31 - 1, 300)]:
+        mul, shift = reciprocal(int(e))
+        n = np.concatenate([rng.integers(0, 2**31 - 1, 64), [0, e - 1, e, 2 * e - 1, 2**31 - 1]]).astype(np.uint64)
+        n = n[n < 2**31]
+        got = n if mul == 0 else ((n * np.uint64(mul)) >> np.uint64(32)) >> np.uint64(shift)
+        np.testing.assert_array_equal(got, n // np.uint64(e))
+    for dims in [(5, 3, 7), (2, 9, 13), (3, 4, 64)]:
+        out = wp.full(dims, -1, dtype=wp.int32, device=device)
+        total = wp.zeros(1, dtype=wp.int32, device=device)
+        wp.launch(coords_in_lanes, dims, inputs=[out, total], block_dim=BD, device=device)
+        i, j, k = np.meshgrid(*(np.arange(d) for d in dims), indexing="ij")
+        np.testing.assert_array_equal(out.numpy(), i * 10000 + j * 100 + k)
+        assert total.numpy()[0] == k.sum()

@@ -244,6 +244,8 @@ def launch_bounds(dim, tid_n: int):
     b = T.LaunchBounds()
     b.shape[:] = list(dims) + [1] * (4 - len(dims))
     b.ndim, b.size = len(dims), size
+    for d, extent in enumerate(b.shape):
+        b.mul[d], b.shift[d] = T.reciprocal(extent)
     return b
 
 
