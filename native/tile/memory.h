@@ -418,23 +418,26 @@ TW_FUNC void tile_atomic_add(D0& old, const array_t<T, D>& a, const X& t, I... i
     });
 }
 
-// Atomic adds that a thread combines over the blocks it runs (tilewarp/block/combine.py): one
-// atomic per run of equal addresses, and the last at the thread's end (flush).
-template <typename T> struct atomic_combiner {
+// What a thread adds to one address over the blocks it runs, handed on (Flushing::flush) when the
+// address changes and at the thread's end (tilewarp/block/combine.py).
+template <typename T, typename Flushing> struct address_run {
     T* at = nullptr;
     T sum{};
     TW_FUNC void add(T* p, const T& v) {
         if (p != at) {
-            flush();
+            static_cast<Flushing*>(this)->flush();
             at = p;
             sum = v;
             return;
         }
         sum = tw::add(sum, v);
     }
+};
+// Atomic adds combined: one atomic per run of equal addresses.
+template <typename T> struct atomic_combiner : address_run<T, atomic_combiner<T>> {
     TW_FUNC void flush() {
-        if (at) atomic_add(at, sum);
-        at = nullptr;
+        if (this->at) atomic_add(this->at, this->sum);
+        this->at = nullptr;
     }
 };
 template <typename T, int D, typename X, typename... I>

@@ -158,23 +158,12 @@ template <typename D, typename X> TW_FUNC void tile_sum(D& out, const X& t) { ti
 // the two): each thread adds up its own elements of t, block after block; the threads' totals meet
 // in one block reduction and one atomic per run of blocks adding to one address, instead of a
 // reduction per block. The address is the same in every thread, so each flush is collective.
-template <typename T, int P> struct folded_sum {
-    T* at = nullptr;
-    T sum{};
-    TW_FUNC void add(T* p, const T& v) {
-        if (p != at) {
-            flush();
-            at = p;
-            sum = v;
-            return;
-        }
-        sum = tw::add(sum, v);
-    }
+template <typename T, int P> struct folded_sum : address_run<T, folded_sum<T, P>> {
     TW_FUNC void flush() {
-        if (!at) return;
-        block_reduce<P, true>(true, sum, op_add());
-        if (lane_index() == 0) atomic_add(at, sum);
-        at = nullptr;
+        if (!this->at) return;
+        block_reduce<P, true>(true, this->sum, op_add());
+        if (lane_index() == 0) atomic_add(this->at, this->sum);
+        this->at = nullptr;
     }
 };
 // R: the one-element tile the sum would have made (its shape places the target element)
