@@ -42,14 +42,14 @@ TW_FUNC int32_t coordinate(int32_t c) {
     return c;
 }
 template <int K, int N>
-TW_FUNC int32_t tid(const launch_bounds_t& b, int64_t task) {
+TW_FUNC int32_t tid_of(const launch_bounds_t& b, int64_t task) {
     if (b.size <= 0x7fffffff) {
         // coordinate K: the task over the extents after K (those from N on fold away with them),
         // modulo extent K unless K is first; padded extents are 1s
         uint32_t t = (uint32_t)task;
         TW_UNROLL
         for (int d = 3; d > K; --d) t = quotient(b, d, t);
-        return coordinate((int32_t)(K == 0 ? t : t - quotient(b, K, t) * (uint32_t)b.shape[K]));
+        return (int32_t)(K == 0 ? t : t - quotient(b, K, t) * (uint32_t)b.shape[K]);
     }
     int64_t t = task;
     if (b.ndim > N) {  // the shape is padded with 1s: fold every dimension from N on
@@ -58,13 +58,17 @@ TW_FUNC int32_t tid(const launch_bounds_t& b, int64_t task) {
         t /= folded;
     }
     for (int d = N - 1; d > K; --d) t /= b.shape[d];
-    return coordinate((int32_t)(K == 0 ? t : t % b.shape[K]));
+    return (int32_t)(K == 0 ? t : t % b.shape[K]);
+}
+// (said non-negative once, after both paths: an assumption made inside each did not survive their
+// merge, and views of the coordinate kept their negative-index wrap)
+template <int K, int N> TW_FUNC int32_t tid(const launch_bounds_t& b, int64_t task) {
+    return coordinate(tid_of<K, N>(b, task));
 }
 // A lone wp.tid(): the first coordinate of however many dimensions the launch has (as in Warp).
 TW_FUNC int32_t tid_first(const launch_bounds_t& b, int64_t task) {
-    if (b.ndim == 1) return (int32_t)task;
-    if (b.size <= 0x7fffffff) return tid<0, 1>(b, task);  // by the trailing extents' reciprocals
-    return (int32_t)(task / ((int64_t)b.shape[1] * b.shape[2] * b.shape[3]));
+    // by the trailing extents' reciprocals (64-bit: folded, divided)
+    return coordinate(b.ndim == 1 ? (int32_t)task : tid_of<0, 1>(b, task));
 }
 TW_FUNC int32_t tid_linear(int64_t task) { return (int32_t)task; }
 // tid<K, N> of a block whose launch's last dimension is its lanes (wp.launch_tiled): the other
@@ -75,12 +79,12 @@ template <int K, typename U> TW_FUNC int32_t block_tid_in(const launch_bounds_t&
     TW_UNROLL
     for (int d = 3; d > K; --d)
         if (d != last) t = sizeof(U) == 4 ? (U)quotient(b, d, (uint32_t)t) : t / (U)b.shape[d];
-    if (K == 0) return coordinate((int32_t)t);
+    if (K == 0) return (int32_t)t;
     const U q = sizeof(U) == 4 ? (U)quotient(b, K, (uint32_t)t) : t / (U)b.shape[K];
-    return coordinate((int32_t)(t - q * (U)b.shape[K]));
+    return (int32_t)(t - q * (U)b.shape[K]);
 }
 template <int K, int N> TW_FUNC int32_t block_tid(const launch_bounds_t& b, int64_t block) {
-    return b.size <= 0x7fffffff ? block_tid_in<K>(b, (uint32_t)block) : block_tid_in<K>(b, (uint64_t)block);
+    return coordinate(b.size <= 0x7fffffff ? block_tid_in<K>(b, (uint32_t)block) : block_tid_in<K>(b, (uint64_t)block));
 }
 
 #if !TW_IS_CUDA
