@@ -227,7 +227,9 @@ template <int D, typename... I> TW_FUNC void offsets(int64_t (&o)[D], I... i) {
 
 // Wait = false (only for a load followed by another load, nothing between touching tiles): its
 // asynchronous copies may still be in flight when this returns; the next load's wait covers them.
-template <bool Wait = true, typename X, typename T, int D, typename... I>
+// Drain = false: the kernel copies nothing asynchronously (no shared tile is loaded), so there is
+// nothing in flight to wait for before reading into registers.
+template <bool Wait = true, bool Drain = true, typename X, typename T, int D, typename... I>
 TW_FUNC void tile_load(X& out, const array_t<T, D>& a, I... i) {
     int64_t o[D];
     detail::offsets(o, i...);
@@ -238,7 +240,7 @@ TW_FUNC void tile_load(X& out, const array_t<T, D>& a, I... i) {
         return;
 #else
     if (detail::async_copy_box<Wait>(out, a, o)) return;
-    asm volatile("cp.async.wait_all;\n" ::: "memory");  // an earlier load's copies, published below
+    if (Drain) asm volatile("cp.async.wait_all;\n" ::: "memory");  // an earlier load's copies, published below
     if constexpr (!X::shared && TW_TILE_REGS(X::size, X::threads) <= 8) {
         if (detail::load_box_inside(out, a, o)) return;
     }

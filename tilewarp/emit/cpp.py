@@ -134,6 +134,9 @@ class _Printer(LaneGrouping):
         self.no_wait = set()  # ids of tile_loads whose copies the next load waits for
         if block is not None:
             self.lanes, self.storage = block_analysis(fn, block, registers=not mathdx, shared_limit=shared_limit)
+            # no shared tile loaded: no asynchronous copy is ever in flight for a load to wait for
+            self.drain = any(isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and s.op.builtin.name == "tile_load"
+                             and id(s.dst) in self.storage.shared for s in ir.walk(fn.body))
             if sites is None:  # debug builds keep every atomic where it is
                 self.combined = combined_atomics(fn)
                 self.folded = folded_sums(fn, self.combined, self.lanes.varying)
@@ -233,6 +236,8 @@ class _Printer(LaneGrouping):
                 self.line(f"tw::tile_copy({names.value(s.dst)}, {ref(s.op.src)});")
             elif id(s) in self.no_wait:
                 self.line(into_expression(s, self.lanes, ref).replace("tw::tile_load(", "tw::tile_load<false>(", 1))
+            elif not self.drain and s.op.builtin.name == "tile_load":
+                self.line(into_expression(s, self.lanes, ref).replace("tw::tile_load(", "tw::tile_load<true, false>(", 1))
             elif self.mathdx and s.op.builtin.name == "tile_matmul":
                 self.line(into_expression(s, self.lanes, ref).replace("tw::tile_matmul(", "tw::tile_matmul_dx(", 1))
             else:
