@@ -2,7 +2,7 @@
 
 Each variant builds fresh kernels under its settings ($TILEWARP_COMBINE_ATOMICS: a CUDA block adds
 its blocks' sums itself, one atomic per address; $TILEWARP_GRID_WAVES: CUDA blocks per resident slot
-of such a kernel, 0 = one per block of the launch; $TILEWARP_LANES_PER_THREAD) and prints ms, GB/s
+of such a kernel, a fraction allowed, 0 = one per block of the launch; $TILEWARP_LANES_PER_THREAD) and prints ms, GB/s
 and registers. The row sum and the copy have no atomics: they run in the first variant only.
 Run: python benchmarks/tile_probe.py [--device cuda:0] [--quick]
 """
