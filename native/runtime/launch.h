@@ -41,14 +41,17 @@ TW_FUNC int32_t coordinate(int32_t c) {
 #endif
     return c;
 }
-template <int K, int N>
+// NDIM: the launch's dimensions where the kernel was compiled for them (a tile kernel's block
+// shape), so that the padded extents cost nothing; 0 where any launch may come.
+template <int K, int N, int NDIM = 0>
 TW_FUNC int32_t tid_of(const launch_bounds_t& b, int64_t task) {
     if (b.size <= 0x7fffffff) {
         // coordinate K: the task over the extents after K (those from N on fold away with them),
         // modulo extent K unless K is first; padded extents are 1s
         uint32_t t = (uint32_t)task;
         TW_UNROLL
-        for (int d = 3; d > K; --d) t = quotient(b, d, t);
+        for (int d = 3; d > K; --d)
+            if (NDIM == 0 || d < NDIM) t = quotient(b, d, t);
         return (int32_t)(K == 0 ? t : t - quotient(b, K, t) * (uint32_t)b.shape[K]);
     }
     int64_t t = task;
@@ -62,8 +65,8 @@ TW_FUNC int32_t tid_of(const launch_bounds_t& b, int64_t task) {
 }
 // (said non-negative once, after both paths: an assumption made inside each did not survive their
 // merge, and views of the coordinate kept their negative-index wrap)
-template <int K, int N> TW_FUNC int32_t tid(const launch_bounds_t& b, int64_t task) {
-    return coordinate(tid_of<K, N>(b, task));
+template <int K, int N, int NDIM = 0> TW_FUNC int32_t tid(const launch_bounds_t& b, int64_t task) {
+    return coordinate(tid_of<K, N, NDIM>(b, task));
 }
 // A lone wp.tid(): the first coordinate of however many dimensions the launch has (as in Warp).
 TW_FUNC int32_t tid_first(const launch_bounds_t& b, int64_t task) {
@@ -74,17 +77,19 @@ TW_FUNC int32_t tid_linear(int64_t task) { return (int32_t)task; }
 // tid<K, N> of a block whose launch's last dimension is its lanes (wp.launch_tiled): the other
 // coordinates are those of the block index, so no division by the lanes (a one-dimensional
 // wp.launch_tiled's wp.tid() is the block index itself: the row sum ran 3 % faster on an H100).
-template <int K, typename U> TW_FUNC int32_t block_tid_in(const launch_bounds_t& b, U t) {
-    const int last = b.ndim - 1;  // the lanes: not part of the block index
+template <int K, int NDIM, typename U> TW_FUNC int32_t block_tid_in(const launch_bounds_t& b, U t) {
+    const int last = NDIM ? NDIM - 1 : b.ndim - 1;  // the lanes: not part of the block index
     TW_UNROLL
     for (int d = 3; d > K; --d)
-        if (d != last) t = sizeof(U) == 4 ? (U)quotient(b, d, (uint32_t)t) : t / (U)b.shape[d];
+        if (d != last && (NDIM == 0 || d < NDIM))
+            t = sizeof(U) == 4 ? (U)quotient(b, d, (uint32_t)t) : t / (U)b.shape[d];
     if (K == 0) return (int32_t)t;
     const U q = sizeof(U) == 4 ? (U)quotient(b, K, (uint32_t)t) : t / (U)b.shape[K];
     return (int32_t)(t - q * (U)b.shape[K]);
 }
-template <int K, int N> TW_FUNC int32_t block_tid(const launch_bounds_t& b, int64_t block) {
-    return coordinate(b.size <= 0x7fffffff ? block_tid_in<K>(b, (uint32_t)block) : block_tid_in<K>(b, (uint64_t)block));
+template <int K, int N, int NDIM = 0> TW_FUNC int32_t block_tid(const launch_bounds_t& b, int64_t block) {
+    return coordinate(b.size <= 0x7fffffff ? block_tid_in<K, NDIM>(b, (uint32_t)block)
+                                           : block_tid_in<K, NDIM>(b, (uint64_t)block));
 }
 
 #if !TW_IS_CUDA

@@ -131,12 +131,14 @@ def _tid(args, template):
 
 def _tid_cpp(args, template):
     k, n = template
-    from ..emit.names import block_tids, lane_tids
+    from ..emit.names import block_tids, lane_tids, launch_ndim
 
     if (k, n) in lane_tids():  # a block kernel's: the first lane's value plus the lane's index
         return f"tw::coordinate(tw_tid_{k}_{n} + (int32_t)(task - tw_base))"
     if (k, n) in block_tids():  # the same in every lane, from the block index (emit/block.py prologue)
         return f"tw_tid_{k}_{n}"
+    if launch_ndim():  # a block kernel compiled for this many launch dimensions
+        return f"tw::tid<{k}, {n}, {launch_ndim()}>(args.bounds, task)"
     if n == 1:  # a lone wp.tid(): in a multi-dimensional launch the first coordinate, as in Warp 1.19
         return "tw::tid_first(args.bounds, task)"
     return f"tw::tid<{k}, {n}>(args.bounds, task)"

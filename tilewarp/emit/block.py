@@ -36,6 +36,7 @@ class BlockShape:
     # the launch's last dimension is the block's lanes (wp.launch_tiled): its uniform tid components
     # are coordinates of the block index, read once per block without dividing by the lanes
     rows: bool = False
+    ndim: int = 0  # the launch's dimensions (0: not known): wp.tid() skips the padded extents
 
     @property
     def block_tids(self) -> frozenset:
@@ -147,10 +148,11 @@ def prologue(smem_bytes: int, block: BlockShape, lane_returns: bool = False) -> 
              " : tw_block_dim;  // lanes inside the launch",
              "(void)task; (void)tw_active;"]
     for k, n in sorted(block.lane_tids):
-        first = "tw::tid_first(args.bounds, tw_base)" if n == 1 else f"tw::tid<{k}, {n}>(args.bounds, tw_base)"
+        first = f"tw::tid<{k}, {n}, {block.ndim}>(args.bounds, tw_base)" if n > 1 or block.ndim else \
+            "tw::tid_first(args.bounds, tw_base)"
         lines.append(f"const int32_t tw_tid_{k}_{n} = {first};")
     for k, n in sorted(block.block_tids):
-        lines.append(f"const int32_t tw_tid_{k}_{n} = tw::block_tid<{k}, {n}>(args.bounds, block);")
+        lines.append(f"const int32_t tw_tid_{k}_{n} = tw::block_tid<{k}, {n}, {block.ndim}>(args.bounds, block);")
     if lane_returns:
         lines.append("TW_VARYING(tw_done, bool);  // lanes that returned")
     return lines

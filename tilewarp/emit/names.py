@@ -40,13 +40,19 @@ def block_tids() -> frozenset:
 def block_kernel(block):
     """While a block kernel is printed (``emit.block.BlockShape``, or None): its lane-offset tid
     components and those its prologue computes from the block index."""
-    saved = getattr(_lanes, "tids", frozenset()), getattr(_lanes, "block_tids", frozenset())
+    saved = getattr(_lanes, "tids", frozenset()), getattr(_lanes, "block_tids", frozenset()), launch_ndim()
     _lanes.tids = block.lane_tids if block is not None else frozenset()
     _lanes.block_tids = block.block_tids if block is not None else frozenset()
+    _lanes.ndim = block.ndim if block is not None else 0
     try:
         yield
     finally:
-        _lanes.tids, _lanes.block_tids = saved
+        _lanes.tids, _lanes.block_tids, _lanes.ndim = saved
+
+
+def launch_ndim() -> int:
+    """The launch dimensions the block kernel being printed is compiled for (0: any)."""
+    return getattr(_lanes, "ndim", 0)
 
 
 @contextlib.contextmanager

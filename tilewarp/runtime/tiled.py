@@ -59,7 +59,7 @@ def block_shape(kernel, dim, block_dim: int):
                 lane.add((k, n))
         blocks = -(-b.size // block_dim) if block_dim else 0
         shape = BlockShape(block_dim, frozenset(uniform), cuda_threads(fn, block_dim, uniform, blocks),
-                           frozenset(lane), rows=len(dims) >= 2 and dims[-1] == block_dim)
+                           frozenset(lane), rows=len(dims) >= 2 and dims[-1] == block_dim, ndim=len(dims))
         if len(memo) < 64:
             memo[key] = shape
     return shape
