@@ -32,7 +32,7 @@ def combined_atomics(fn: ir.Function) -> dict:
     params = {id(p) for p in fn.params if T.is_array(p.type) and not isinstance(p.type, T.IndexedArrayType)}
     candidates, used = [], {}  # used: id(value) -> number of reads
     for s in ir.walk(fn.body):
-        for v in _reads(s):
+        for v in statement_reads(s):
             used[id(v)] = used.get(id(v), 0) + 1
         if isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and s.op.builtin.name == "tile_atomic_add":
             target, tile = s.op.args[0], s.op.args[1]
@@ -51,7 +51,7 @@ def combined_atomics(fn: ir.Function) -> dict:
     return slots
 
 
-def _reads(s) -> list:
+def statement_reads(s) -> list:
     """The values statement ``s`` itself reads (not those of the statements inside it)."""
     if isinstance(s, ir.Assign):
         op = s.op
@@ -70,7 +70,7 @@ def folded_sums(fn: ir.Function, combined: dict, varying: set) -> dict:
     both)."""
     used = {}
     for s in ir.walk(fn.body):
-        for v in _reads(s):
+        for v in statement_reads(s):
             used[id(v)] = used.get(id(v), 0) + 1
     folded, last_sum = {}, None
     for s in fn.body:
@@ -78,14 +78,14 @@ def folded_sums(fn: ir.Function, combined: dict, varying: set) -> dict:
             target, added, *offsets = s.op.args
             if added is last_sum.dst and used.get(id(added)) == 1 and not any(id(o) in varying for o in offsets):
                 folded[id(s)] = last_sum
-        if _is_call(s, "tile_sum") and s.op.template[-1] is None:
+        if is_call(s, "tile_sum") and s.op.template[-1] is None:
             last_sum = s
         elif not _pure_scalar(s):  # could change the summed tile: the sum stays where it is
             last_sum = None
     return folded
 
 
-def _is_call(s, name: str) -> bool:
+def is_call(s, name: str) -> bool:
     return isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and s.op.builtin.name == name
 
 

@@ -1,5 +1,5 @@
 """Which tile kernels stream their input: their reads are ``ld.global.cs`` on CUDA (the emitted
-source defines ``TW_STREAM_READS``; native/runtime/array.h ``read``).
+source specialises ``tw::detail::stream_reads``; native/runtime/array.h ``read``).
 
 A streaming read marks its cache lines to be evicted first. That pays where the data is read once
 and nothing else is worth keeping: a block-wise reduction whose every read moves with the block,
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .. import types as T
 from ..ir import nodes as ir
-from .combine import _reads
+from .combine import statement_reads
 
 READS = {"load", "tile_load", "tile_load_indexed"}
 LANE_WRITES = {"store", "store_component"}  # and the atomic_* builtins: one element per lane
@@ -57,7 +57,7 @@ def _moving_values(fn: ir.Function) -> set:
             if not isinstance(s, ir.Assign) or s.dst is None or id(s.dst) in moving:
                 continue
             tid = isinstance(s.op, ir.Call) and s.op.builtin.name == "tid"
-            if tid or any(id(v) in moving for v in _reads(s)):
+            if tid or any(id(v) in moving for v in statement_reads(s)):
                 moving.add(id(s.dst))
                 changed = True
     return moving

@@ -10,7 +10,7 @@ from .. import types as T
 from ..builtins.array import LOCATED, emit_located
 from ..ir import nodes as ir
 from . import names
-from ..block.combine import combined_atomics, folded_sums
+from ..block.combine import combined_atomics, folded_sums, is_call
 from ..block.streaming import streams_reads
 from .block import (LaneGrouping, block_analysis, block_args, declare, deferred_struct, into_expression, loads_in_flight,
                     prologue, blocks_per_sm)
@@ -135,8 +135,7 @@ class _Printer(LaneGrouping):
         if block is not None:
             self.lanes, self.storage = block_analysis(fn, block, registers=not mathdx, shared_limit=shared_limit)
             # no shared tile loaded: no asynchronous copy is ever in flight for a load to wait for
-            self.drain = any(isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and s.op.builtin.name == "tile_load"
-                             and id(s.dst) in self.storage.shared for s in ir.walk(fn.body))
+            self.drain = any(is_call(s, "tile_load") and id(s.dst) in self.storage.shared for s in ir.walk(fn.body))
             if sites is None:  # debug builds keep every atomic where it is
                 self.combined = combined_atomics(fn)
                 self.folded = folded_sums(fn, self.combined, self.lanes.varying)
