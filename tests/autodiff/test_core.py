@@ -201,6 +201,28 @@ def test_overwritten_input_is_an_error(rng):
     x.assign(rng.uniform(1, 2, 4))
 
 
+@wp.kernel
+def first_components(v: wp.array(dtype=wp.vec2d), y: wp.array(dtype=f64)):
+    i = wp.tid()
+    y[i] = v[i][0] * v[i][0]
+
+
+@wp.kernel
+def set_first_component(v: wp.array(dtype=wp.vec2d)):
+    v[wp.tid()][0] = f64(2.0)  # a component store writes v too
+
+
+def test_a_component_store_overwrites_its_array(rng):
+    v = wp.array(rng.uniform(1, 2, (4, 2)), dtype=wp.vec2d, requires_grad=True)
+    y = wp.zeros(4, dtype=f64, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(first_components, dim=4, inputs=[v], outputs=[y])
+    wp.launch(set_first_component, dim=4, inputs=[v])
+    with pytest.raises(wp.TapeError, match=r"argument 'v' of launch #0 \(.*first_components\) was overwritten"):
+        tape.backward(grads={y: wp.array(np.ones(4), dtype=f64)})
+
+
 _LAZY = """import WP as wp
 
 @wp.kernel(enable_backward=False)

@@ -8,9 +8,23 @@ from __future__ import annotations
 from .. import types as T
 from ..ir import nodes as ir
 
+# builtins that write or read the array that is their first argument: one element of it a lane...
 _WRITES = {"store", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "atomic_cas", "atomic_exch",
            "atomic_and", "atomic_or", "atomic_xor"}
 _READS = {"load", "atomic_min", "atomic_max", "lower_bound"}  # min/max adjoints read the element
+# ...or a tile's worth (the bitwise tile atomics are tile_atomic_and, _or, _xor)
+TILE_WRITES = {"tile_store", "tile_store_indexed", "tile_atomic_add", "tile_atomic_add_indexed"}
+TILE_READS = {"tile_load", "tile_load_indexed"}
+
+
+def writes_array(name: str) -> bool:
+    """Whether builtin ``name`` writes the array that is its first argument."""
+    return name in _WRITES or name == "store_component" or name in TILE_WRITES or name.startswith("tile_atomic_")
+
+
+def reads_array(name: str) -> bool:
+    """Whether builtin ``name`` (or its adjoint) reads the array that is its first argument."""
+    return name in _READS or name in TILE_READS
 
 
 def param_access(fn: ir.Function) -> tuple:
@@ -35,9 +49,9 @@ def param_access(fn: ir.Function) -> tuple:
         else:
             name = op.builtin.name
             first = roots.get(op.args[0], set()) if op.args else set()
-            if name in _READS:
+            if reads_array(name):
                 read |= first
-            if name in _WRITES:
+            if writes_array(name):
                 written |= first
             sources = set().union(*(roots.get(a, set()) for a in op.args))
         if s.dst is not None and _holds_arrays(s.dst.type) and sources:  # a view, a struct field...

@@ -12,12 +12,11 @@ streams when each of its reads depends on the launch coordinate and it reads at 
 from __future__ import annotations
 
 from .. import types as T
+from ..autodiff.access import TILE_READS, writes_array
 from ..ir import nodes as ir
 from .combine import statement_reads
 
-READS = {"load", "tile_load", "tile_load_indexed"}
-LANE_WRITES = {"store", "store_component"}  # and the atomic_* builtins: one element per lane
-TILE_WRITES = {"tile_store", "tile_store_indexed", "tile_atomic_add", "tile_atomic_add_indexed"}
+READS = {"load", *TILE_READS}
 READS_PER_WRITE = 8
 
 
@@ -38,11 +37,9 @@ def streams_reads(fn: ir.Function, block_dim: int) -> bool:
             if not any(id(a) in moving for a in s.op.args if isinstance(a, ir.Value)):
                 return False
             reads += s.dst.type.size if T.is_tile(s.dst.type) else block_dim
-        elif name in LANE_WRITES or name.startswith("atomic_"):
-            writes += block_dim
-        elif name in TILE_WRITES or name.startswith("tile_atomic_"):
+        elif writes_array(name):
             tiles = [a for a in s.op.args if isinstance(a, ir.Value) and T.is_tile(a.type)]
-            writes += max((t.type.size for t in tiles), default=block_dim)
+            writes += max((t.type.size for t in tiles), default=block_dim)  # a tile, or one element a lane
     return reads > 0 and writes * READS_PER_WRITE <= reads
 
 

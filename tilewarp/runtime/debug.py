@@ -13,6 +13,7 @@ import ctypes
 import numpy as np
 
 from .. import types as T
+from ..autodiff.access import param_access
 from ..errors import KernelRuntimeError
 from ..ir import nodes as ir
 
@@ -135,26 +136,9 @@ class DebugChecks:
 
 
 def written_params(fn: ir.Function) -> set:
-    """Indices of ``fn``'s array parameters it may write (stores, atomics, through views and calls)."""
-    roots: dict = {p.id: k for k, p in enumerate(fn.params) if T.is_array(p.type)}
-    written = set()
-    for s in ir.walk(fn.body):
-        if not isinstance(s, ir.Assign):
-            continue
-        op = s.op
-        if isinstance(op, ir.Call):
-            name = op.builtin.name
-            if name == "view" and s.dst is not None and op.args[0].id in roots:
-                roots[s.dst.id] = roots[op.args[0].id]
-            elif (name == "store" or name.startswith("atomic_")) and op.args and op.args[0].id in roots:
-                written.add(roots[op.args[0].id])
-        elif isinstance(op, ir.Copy) and s.dst is not None and op.src.id in roots:
-            roots[s.dst.id] = roots[op.src.id]
-        elif isinstance(op, ir.FuncCall):
-            for k in written_params(op.func):
-                if k < len(op.args) and op.args[k].id in roots:
-                    written.add(roots[op.args[k].id])
-    return written
+    """Indices of ``fn``'s array parameters it may write (stores, atomics, tile stores, through views
+    and calls)."""
+    return {k for k in param_access(fn)[1] if T.is_array(fn.params[k].type)}
 
 
 def _float_arrays(fn: ir.Function, values, written: set):
