@@ -14,6 +14,10 @@ from .module_options import is_debug, mathdx_gemm
 from .runtime.launch import ArgPacker
 
 
+#: bytes between the shared memory slots of packed tile blocks (TW_PACK_SLOT, native/tile/block.h)
+PACK_SLOT_ALIGN = 128
+
+
 @dataclass
 class CompiledKernel:
     device: object
@@ -30,6 +34,7 @@ class CompiledKernel:
     # run the launch's blocks in turn (the device starts blocks at a limited rate, and a CUDA
     # block combines its blocks' atomics: block/combine.py); 0: one CUDA block per launch block
     resident: int = 0
+    pack: int = 1  # tile blocks a CUDA block runs side by side (emit/block.py pack_factor)
 
     def launch_dims(self, size: int, block_dim: int, max_blocks: int = 0) -> tuple:
         """``(tasks, threads per block)`` to hand the backend: a CUDA tile kernel runs its blocks of
@@ -39,7 +44,7 @@ class CompiledKernel:
         threads stride over the rest."""
         b = self.block
         if b is not None and self.device.kind == "cuda" and b.threads != b.block_dim:
-            size, block_dim = -(-size // (b.block_dim // b.threads)), b.threads
+            size, block_dim = -(-size // (b.block_dim // b.threads)), b.threads * self.pack
         if self.resident:
             size = min(size, self.resident * block_dim)
         if max_blocks and max_blocks > 0 and self.device.kind == "cuda":
@@ -68,8 +73,10 @@ def build(kernel, device, block=None) -> CompiledKernel:
     options = dataclasses.replace(current(device.kind, device.arch), debug=debug)
     # compile (content-hashed disk cache) and load
     module = load_cached(source, kernel.key, options, device.backend.load_module, log)
-    smem = source_mark(source, "shared memory")
-    handle = module.function(names.kernel_entry(fn.symbol), kernel.key, smem)  # refuses too much shared memory
+    smem, pack = source_mark(source, "shared memory"), max(1, source_mark(source, "tile blocks per CUDA block"))
+    # a CUDA block of packed tile blocks holds a slot of their planned memory each (TW_PACK_SLOT)
+    launch_smem = smem if pack == 1 else pack * (-(-smem // PACK_SLOT_ALIGN) * PACK_SLOT_ALIGN)
+    handle = module.function(names.kernel_entry(fn.symbol), kernel.key, launch_smem)  # refuses too much shared memory
     checks = None
     if debug:
         from .runtime.debug import DebugChecks
@@ -78,21 +85,25 @@ def build(kernel, device, block=None) -> CompiledKernel:
     resident = 0
     if device.kind == "cuda" and block is not None:
         waves = _waves(source)
-        resident = max(1, int(device.backend.resident_blocks(handle, block.threads) * waves)) if waves > 0 else 0
+        threads = block.threads * pack
+        resident = max(1, int(device.backend.resident_blocks(handle, threads) * waves)) if waves > 0 else 0
     return CompiledKernel(device, module, handle, ArgPacker(fn), source, checks, block=block, shared_bytes=smem,
-                          resident=resident)
+                          resident=resident, pack=pack)
 
 
 def _waves(source: str) -> float:
     """A CUDA tile kernel's grid, in the blocks the device holds at once: half of them for a kernel
     that combines atomics (the fewer CUDA blocks, the fewer atomics; the seed's sum of squares on
-    an H100: 0.0484 ms on half, 0.0496 on all), else 4 times, which measured best for the row
-    sum and the copy (benchmarks/RESULTS.md). $TILEWARP_GRID_WAVES overrides it, for
-    measurements; 0: one CUDA block per block of the launch."""
+    an H100: 0.0484 ms on half, 0.0496 on all), one CUDA block per PACK tile blocks for packed
+    kernels (emit/block.py pack_factor; the row sum 0.0242 ms against 0.0249 on 4 waves), else 4
+    times, which measured best for the copy (benchmarks/RESULTS.md). $TILEWARP_GRID_WAVES
+    overrides it, for measurements; 0: one CUDA block per block of the launch."""
     waves = os.environ.get("TILEWARP_GRID_WAVES")
     if waves is not None:
         return float(waves)
-    return 0.5 if source_mark(source, "combined atomics") else 4
+    if source_mark(source, "combined atomics"):
+        return 0.5
+    return 0 if source_mark(source, "tile blocks per CUDA block") > 1 else 4
 
 
 def build_backward(kernel, device, block=None) -> CompiledKernel:

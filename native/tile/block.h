@@ -18,7 +18,7 @@
 // last block) without any guard, so the unrolled lanes' loads can all be in flight together (and
 // the CPU's lane loop has a constant trip count to vectorise), then guarded, for the last block.
 #if TW_IS_CUDA
-#define TW_LANE_TASK (tw_base + (int64_t)threadIdx.x + (int64_t)tw_c * tw_threads)
+#define TW_LANE_TASK (tw_base + (int64_t)tw::lane_index() + (int64_t)tw_c * tw_threads)
 #define TW_LANE_LOOP TW_UNROLL for (int tw_c = 0; tw_c < tw_lanes; ++tw_c)
 #else
 #define TW_LANE_TASK (tw_base + tw_c)
@@ -48,18 +48,33 @@
 #define TW_MIN_BLOCKS 1
 #endif
 #if TW_IS_CUDA
-#define TW_ONCE_BEGIN if (threadIdx.x == 0) {
+#define TW_ONCE_BEGIN if (tw::lane_index() == 0) {
 #define TW_ONCE_END }
+// A CUDA block runs TW_PACK tile blocks of one warp each side by side where the kernel's source
+// defines it before the include (tilewarp/emit/block.py pack_factor), else one. Each has its own
+// slot of the dynamic shared memory, TW_PACK_SLOT(BYTES) bytes apart.
+#ifndef TW_PACK
+#define TW_PACK 1
+#endif
+#define TW_PACK_SLOT(BYTES) (((BYTES) + 127) / 128 * 128)
 // Shared memory of the block: the planned tiles live at fixed offsets of one dynamic allocation.
+#if TW_PACK > 1
+#define TW_BLOCK_SMEM(BYTES)                                   \
+    extern __shared__ __align__(1024) unsigned char tw_slots[]; \
+    unsigned char* const tw_smem = tw_slots + (threadIdx.x >> 5) * TW_PACK_SLOT(BYTES)
+#else
 #define TW_BLOCK_SMEM(BYTES) extern __shared__ __align__(1024) unsigned char tw_smem[]
-// P threads per block; the grid strides over blocks of BD lanes. DEFERRED holds what a thread
-// defers over the blocks it runs (combined atomics: tilewarp/block/combine.py), done at its end.
-#define TW_BLOCK_KERNEL_ENTRY(NAME, ARGS, BODY, DEFERRED, BD, P)                              \
-    extern "C" __global__ void __launch_bounds__(P, TW_MIN_BLOCKS) NAME(ARGS args) {          \
-        DEFERRED deferred;                                                                    \
-        for (int64_t block = blockIdx.x; block * (BD) < args.bounds.size; block += gridDim.x) \
-            BODY(args, block, deferred);                                                      \
-        deferred.flush();                                                                     \
+#endif
+// P threads per tile block of BD lanes, TW_PACK tile blocks (one warp each when more than one) per
+// CUDA block; the grid strides over the tile blocks. DEFERRED holds what a thread defers over the
+// blocks it runs (combined atomics: tilewarp/block/combine.py), done at its end.
+#define TW_BLOCK_KERNEL_ENTRY(NAME, ARGS, BODY, DEFERRED, BD, P)                                          \
+    extern "C" __global__ void __launch_bounds__((P) * TW_PACK, TW_MIN_BLOCKS) NAME(ARGS args) {          \
+        DEFERRED deferred;                                                                                \
+        const int64_t first = (int64_t)blockIdx.x * TW_PACK + (TW_PACK > 1 ? (int)(threadIdx.x >> 5) : 0); \
+        for (int64_t block = first; block * (BD) < args.bounds.size; block += (int64_t)gridDim.x * TW_PACK) \
+            BODY(args, block, deferred);                                                                  \
+        deferred.flush();                                                                                 \
     }
 #else
 #define TW_ONCE_BEGIN {

@@ -579,10 +579,10 @@ template <typename D> TW_FUNC void tile_from_lane(D& out, const typename D::valu
 template <typename D, int C> TW_FUNC void tile_from_lane(D& out, const typename D::value_type (&lanes)[C], int lane) {
     typedef typename D::value_type T;
 #if TW_IS_CUDA
-    __shared__ __align__(16) unsigned char raw[sizeof(T)];
-    __syncthreads();
+    TW_SCRATCH(unsigned char, raw, sizeof(T));
+    block_sync();
     if (lane_index() == lane % D::threads) *(T*)raw = lanes[lane / D::threads];
-    __syncthreads();
+    block_sync();
     const T v = *(T*)raw;
 #else
     const T v = lanes[lane];

@@ -70,12 +70,12 @@ template <int TM, int TN, typename A, typename B, typename Init, typename Done>
 TW_FUNC void matmul_hmma(const A& a, const B& b, const Init& init, const Done& done) {
     constexpr int M = A::shape::extent(0), K = A::shape::extent(1), N = B::shape::extent(1);
     constexpr int WM = 16 * TM, WN = 8 * TN, across = N / WN, tiles = (M / WM) * across, warps = A::threads / 32;
-    const int lane = (int)threadIdx.x & 31;
+    const int lane = lane_index() & 31;
     typedef typename A::value_type T;
     const T* as = a.data;
     const T* bs = b.data;
     int slot = 0;  // the thread's next accumulator, in the order hmma_element numbers them
-    for (int w = (int)threadIdx.x >> 5; w < tiles; w += warps, slot += TM * TN * 4) {
+    for (int w = lane_index() >> 5; w < tiles; w += warps, slot += TM * TN * 4) {
         const int m0 = (w / across) * WM, n0 = (w % across) * WN;
         float acc[TM][TN][4];
         TW_UNROLL
@@ -120,9 +120,9 @@ template <int TM, int TN, typename A, typename B, typename Init, typename Done>
 TW_FUNC void matmul_dmma(const A& a, const B& b, const Init& init, const Done& done) {
     constexpr int M = A::shape::extent(0), K = A::shape::extent(1), N = B::shape::extent(1);
     constexpr int WM = 8 * TM, WN = 8 * TN, across = N / WN, tiles = (M / WM) * across, warps = A::threads / 32;
-    const int lane = (int)threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int lane = lane_index() & 31, g = lane >> 2, t = lane & 3;
     int slot = 0;
-    for (int w = (int)threadIdx.x >> 5; w < tiles; w += warps, slot += TM * TN * 2) {
+    for (int w = lane_index() >> 5; w < tiles; w += warps, slot += TM * TN * 2) {
         const int m0 = (w / across) * WM, n0 = (w % across) * WN;
         double acc[TM][TN][2];
         TW_UNROLL
@@ -218,7 +218,7 @@ template <int WN, bool Async, typename A, typename B> TW_FUNC void matmul_wgmma(
     constexpr int M = A::shape::extent(0), K = A::shape::extent(1), N = B::shape::extent(1);
     constexpr int WA = is_swizzled<A>::strip, WB = is_swizzled<B>::strip;
     typedef wg_tiling<M, N, A::threads, WN> L;
-    const int group = (int)threadIdx.x >> 7;
+    const int group = lane_index() >> 7;
 #if defined(TW_HAS_WGMMA)
     if (((shared_address(a.data) | shared_address(b.data)) & 1023) == 0) {  // the swizzle's phase
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
@@ -244,7 +244,7 @@ template <int WN, bool Async, typename A, typename B> TW_FUNC void matmul_wgmma(
     }
 #endif
     // mma.m16n8k16 into the same registers: ldmatrix rows found through the swizzled layout
-    const int lane = (int)threadIdx.x & 31, warp = ((int)threadIdx.x >> 5) & 3;
+    const int lane = lane_index() & 31, warp = (lane_index() >> 5) & 3;
     for (int i = 0; i < L::tiles / L::groups; ++i) {
         const int tile = group + i * L::groups, m0 = (tile / L::across) * 64 + 16 * warp, n0 = (tile % L::across) * WN;
         for (int k0 = 0; k0 < K; k0 += 16) {
@@ -283,7 +283,7 @@ template <int M, int N, int P> TW_FUNC int simt_element(int slot) {
 template <typename A, typename B> TW_FUNC void matmul_simt(float* acc, const A& a, const B& b) {
     constexpr int M = A::shape::extent(0), K = A::shape::extent(1), N = B::shape::extent(1);
     typedef simt_tiling<M, N, A::threads> L;
-    const int t = (int)threadIdx.x, mt = t / L::GN, nt = t % L::GN;
+    const int t = lane_index(), mt = t / L::GN, nt = t % L::GN;
     const float* arow = a.data + mt * K;
     const float* bcol = b.data + 4 * nt;
 #pragma unroll 8  // (K 32: all of it; H100 128 x 128 x 32 on 256 threads, 4096^3: 42.0 -> 45.8 TFLOP/s)
@@ -310,8 +310,8 @@ template <typename A, typename B> TW_FUNC void matmul_simt(float* acc, const A& 
 // The output element a thread's accumulator `slot` holds (slots numbered as matmul_hmma/dmma do).
 template <int Kind, int M, int N, int P> TW_FUNC int mma_element(int slot) {
     typedef mma_tiling<Kind, M, N> L;
-    const int lane = (int)threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const int w = ((int)threadIdx.x >> 5) + (slot / L::per_tile) * (P / 32), s = slot % L::per_tile;
+    const int lane = lane_index() & 31, g = lane >> 2, t = lane & 3;
+    const int w = (lane_index() >> 5) + (slot / L::per_tile) * (P / 32), s = slot % L::per_tile;
     const int m0 = (w / (N / L::WN)) * L::WM, n0 = (w % (N / L::WN)) * L::WN;
     if (Kind == 1) {
         const int i = s / (L::TN * 4), j = (s / 4) % L::TN, h = s % 4;
@@ -370,7 +370,7 @@ TW_FUNC void matmul_blocked(D& out, const A& a, const B& b, const C& c, S alpha,
     constexpr int GM = M / RM, GN = N / RN;
     typedef typename D::value_type T;
     typedef typename matmul_acc_of<T>::type Acc;
-    for (int t = (int)threadIdx.x; t < GM * GN; t += A::threads) {
+    for (int t = lane_index(); t < GM * GN; t += A::threads) {
         const int mt = t / GN, nt = t % GN;
         Acc acc[RM][RN];
         TW_UNROLL

@@ -39,12 +39,12 @@ template <typename T> TW_FUNC T shfl_down(const T& v, int delta) {
 template <int P, bool AllValid = false, typename T, typename Op>
 TW_FUNC bool block_reduce(bool valid, T& v, const Op& op) {
 #if TW_IS_CUDA
-    __shared__ __align__(16) unsigned char raw[32 * sizeof(T)];
-    __shared__ int any[32];
+    TW_SCRATCH(unsigned char, raw, 32 * sizeof(T));
+    TW_SCRATCH(int, any, 32);
     T* part = (T*)raw;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int lane = lane_index() & 31, warp = lane_index() >> 5;
     constexpr int warps = (P + 31) / 32;
-    if (P > 32) __syncthreads();  // an earlier reduction's lane 0 may still be reading the scratch
+    if (P > 32) block_sync();  // an earlier reduction's lane 0 may still be reading the scratch
     if (P % 32 == 0) {
         TW_UNROLL
         for (int d = 16; d > 0; d >>= 1) {
@@ -61,8 +61,8 @@ TW_FUNC bool block_reduce(bool valid, T& v, const Op& op) {
             if (valid) part[warp] = v;
             any[warp] = valid;
         }
-        __syncthreads();
-        if (threadIdx.x == 0)
+        block_sync();
+        if (lane_index() == 0)
             for (int w = 1; w < warps; ++w)
                 if (any[w]) v = valid ? op(v, part[w]) : part[w], valid = true;
         return valid;
@@ -72,15 +72,15 @@ TW_FUNC bool block_reduce(bool valid, T& v, const Op& op) {
     bool ok = false;
     T acc = T();
     for (int base = 0; base < P; base += 32) {
-        if (threadIdx.x >= base && threadIdx.x < base + 32) {
-            all[threadIdx.x - base] = v;
-            any[threadIdx.x - base] = valid;
+        if (lane_index() >= base && lane_index() < base + 32) {
+            all[lane_index() - base] = v;
+            any[lane_index() - base] = valid;
         }
-        __syncthreads();
-        if (threadIdx.x == 0)
+        block_sync();
+        if (lane_index() == 0)
             for (int l = 0; l < 32 && base + l < P; ++l)
                 if (any[l]) acc = ok ? op(acc, all[l]) : all[l], ok = true;
-        __syncthreads();
+        block_sync();
     }
     v = acc;
     return ok;
@@ -94,10 +94,10 @@ template <typename X> TW_FUNC typename X::value_type first_element(const X& t) {
     typedef typename X::value_type T;
 #if TW_IS_CUDA
     if (!X::shared) {
-        __shared__ __align__(16) unsigned char raw[sizeof(T)];
-        __syncthreads();
-        if (threadIdx.x == 0) *(T*)raw = t.at(0, 0);
-        __syncthreads();
+        TW_SCRATCH(unsigned char, raw, sizeof(T));
+        block_sync();
+        if (lane_index() == 0) *(T*)raw = t.at(0, 0);
+        block_sync();
         return *(T*)raw;
     }
 #endif
@@ -287,15 +287,15 @@ TW_FUNC void tile_scan(D& out, const X& t, const Op& op) {
     constexpr int N = X::size, BD = X::threads;
 #if TW_IS_CUDA
     constexpr int chunk = (N + BD - 1) / BD;
-    __shared__ __align__(16) unsigned char raw[BD * sizeof(T)];
+    TW_SCRATCH(unsigned char, raw, BD * sizeof(T));
     T* totals = (T*)raw;
-    const int begin = (int)threadIdx.x * chunk, end = begin + chunk < N ? begin + chunk : N;
+    const int begin = lane_index() * chunk, end = begin + chunk < N ? begin + chunk : N;
     begin_write(out);
     T acc = T();
     for (int e = begin; e < end; ++e) acc = e == begin ? t.at(e, e) : op(acc, t.at(e, e));
-    totals[threadIdx.x] = acc;
-    __syncthreads();
-    if (threadIdx.x == 0) {  // exclusive scan of the chunk totals
+    totals[lane_index()] = acc;
+    block_sync();
+    if (lane_index() == 0) {  // exclusive scan of the chunk totals
         T run = T();
         bool first = true;
         for (int l = 0; l < BD; ++l) {
@@ -304,15 +304,15 @@ TW_FUNC void tile_scan(D& out, const X& t, const Op& op) {
             if (l * chunk < N) run = first ? x : op(run, x), first = false;
         }
     }
-    __syncthreads();
-    T run = totals[threadIdx.x];
+    block_sync();
+    T run = totals[lane_index()];
     for (int e = begin; e < end; ++e) {
         const T x = t.at(e, e);
         if (Inclusive) run = (e == 0) ? x : op(run, x);
         out.at(e, e) = Inclusive ? run : (e == 0 ? T() : run);
         if (!Inclusive) run = (e == 0) ? x : op(run, x);
     }
-    __syncthreads();
+    block_sync();
 #else
     T run = T();
     for (int e = 0; e < N; ++e) {

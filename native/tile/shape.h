@@ -213,14 +213,14 @@ template <typename X> TW_FUNC void tile_print(const X& t) {
     typedef typename X::value_type T;
     typedef typename X::shape S;
 #if TW_IS_CUDA
-    __shared__ __align__(16) unsigned char raw[sizeof(T)];
+    TW_SCRATCH(unsigned char, raw, sizeof(T));
 #endif
     block_sync();
     for (int e = 0; e < S::size; ++e) {
 #if TW_IS_CUDA
         if (!X::shared) {  // a register element is in its owner's registers: through shared memory
             if (lane_index() == e % X::threads) *(T*)raw = t.at(e / X::threads, e);
-            __syncthreads();
+            block_sync();
         }
         const T v = X::shared ? t.at(e, e) : *(const T*)raw;
 #else
@@ -246,7 +246,7 @@ template <typename X> TW_FUNC void tile_print(const X& t) {
             detail::print_elem(v);
         }
 #if TW_IS_CUDA
-        if (!X::shared) __syncthreads();
+        if (!X::shared) block_sync();
 #endif
     }
     if (lane_index() == 0) {

@@ -9,6 +9,7 @@
 // elements a thread *owns* (TW_FOR_OWNED), so one body serves both targets and both storages.
 #pragma once
 #include "../core/target.h"
+#include "block.h"
 #include "../core/vec.h"
 #include "../core/mat.h"
 
@@ -32,8 +33,17 @@ template <int D0, int D1 = 0, int D2 = 0, int D3 = 0> struct shape_t {
     TW_UNROLL for (int r = 0, e = lane_index(); r < TW_TILE_REGS(N, P); ++r, e += (P))      \
         if ((N) % (P) == 0 || e < (N))
 #if TW_IS_CUDA
-TW_FUNC void block_sync() { __syncthreads(); }
-TW_FUNC int lane_index() { return (int)threadIdx.x; }
+// A CUDA block runs TW_PACK tile blocks (block.h): every op addresses its own tile block's lanes
+// (lane_index), waits only for them (block_sync) and keeps its shared scratch apart from the
+// other tile blocks' (TW_SCRATCH).
+TW_FUNC void block_sync() {
+    if (TW_PACK > 1) __syncwarp();
+    else __syncthreads();
+}
+TW_FUNC int lane_index() { return TW_PACK > 1 ? (int)(threadIdx.x & 31) : (int)threadIdx.x; }
+#define TW_SCRATCH(TYPE, NAME, COUNT)                               \
+    __shared__ __align__(16) TYPE NAME##_slots[TW_PACK][COUNT];     \
+    TYPE* const NAME = NAME##_slots[TW_PACK > 1 ? threadIdx.x >> 5 : 0]
 #else
 TW_FUNC void block_sync() {}
 TW_FUNC int lane_index() { return 0; }

@@ -76,13 +76,44 @@ def blocks_per_sm(fn: ir.Function, storage: Storage, threads: int) -> int:
     return max(1, 65536 // (64 * threads)) if words and max(words) <= LIGHT_TILE_WORDS else 1
 
 
-def constants(block: BlockShape, blocks: int = 1) -> list:
-    """The per-kernel constants of native/tile/block.h; ``blocks``: CUDA blocks an SM should hold at
-    once (__launch_bounds__' second argument: it caps registers)."""
+#: tile blocks of one warp a CUDA block runs side by side (pack_factor); the most 4-byte words of
+#: register tiles and per-lane values a thread of such a kernel may hold (it gets 32 registers), and
+#: the most shared memory a tile block of it may plan (64 of them on an SM)
+PACK = 4
+PACK_WORDS = 16
+PACK_SHARED = 1024
+
+
+def pack_factor(fn: ir.Function, storage: Storage, lanes: Lanes, block: BlockShape, combines: bool) -> int:
+    """Tile blocks per CUDA block (TW_PACK, native/tile/tile.h). A launch of many blocks whose
+    blocks were narrowed to one warp each (runtime/tiled.py cuda_threads) is held to 32 resident
+    warps an SM by the CUDA block limit; PACK of them per CUDA block, at 32 registers a thread,
+    fill the SM (64 warps) and keep twice the loads in flight: the row-sum seed on an H100 0.0252 ->
+    0.0242 ms, 89.7 -> 93 % of copy (benchmarks/RESULTS.md). Only for light kernels: little
+    planned shared memory (each tile block has its own slot), no tensor-core tiles, no combined
+    atomics (those keep their own grid: pipeline._waves). $TILEWARP_PACK overrides PACK, for
+    measurements."""
     import os
 
+    pack = int(os.environ.get("TILEWARP_PACK", PACK))
+    if pack <= 1 or block.threads != 32 or block.block_dim == 32 or storage.bytes > PACK_SHARED or storage.mma or combines:
+        return 1
+    regs = sum(-(-tile_bytes(v.type) // (4 * 32)) for v in fn.values
+               if isinstance(v.type, T.TileType) and id(v) not in storage.shared)
+    per_lane = sum(-(-T.type_size(v.type) // 4) for v in fn.values if id(v) in lanes.varying)
+    return pack if regs + per_lane * (block.block_dim // 32) <= PACK_WORDS else 1
+
+
+def constants(block: BlockShape, blocks: int = 1, pack: int = 1) -> list:
+    """The per-kernel constants of native/tile/block.h; ``blocks``: CUDA blocks an SM should hold at
+    once (__launch_bounds__' second argument: it caps registers); ``pack``: tile blocks a CUDA block
+    runs (pack_factor), which then asks for a full SM."""
+    import os
+
+    if pack > 1:
+        blocks = 2048 // (block.threads * pack)
     # $TILEWARP_MIN_BLOCKS overrides, for measurements
-    min_blocks = max(1, min(int(os.environ.get("TILEWARP_MIN_BLOCKS", blocks)), 2048 // max(block.threads, 1)))
+    min_blocks = max(1, min(int(os.environ.get("TILEWARP_MIN_BLOCKS", blocks)), 2048 // max(block.threads * pack, 1)))
     out = [f"constexpr int tw_block_dim = {block.block_dim};",
            f"constexpr int tw_threads = TW_IS_CUDA ? {block.threads} : 1;",
            "constexpr int tw_lanes = tw_block_dim / tw_threads;", ""]

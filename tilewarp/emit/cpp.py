@@ -13,7 +13,7 @@ from . import names
 from ..block.combine import combined_atomics, folded_sums, is_call
 from ..block.streaming import streams_reads
 from .block import (LaneGrouping, block_analysis, block_args, declare, deferred_struct, into_expression, loads_in_flight,
-                    prologue, blocks_per_sm)
+                    prologue, blocks_per_sm, pack_factor)
 from ..compile.nvrtc import MATHDX_MARK
 from .block import constants as block_constants
 from .block import entry as block_entry
@@ -41,7 +41,10 @@ def emit_module(kernel: ir.Function, sites=None, block=None, mathdx: bool = Fals
         if sites is None and streams_reads(kernel, block.block_dim):  # ld.global.cs (block/streaming.py)
             out[1:1] = ["namespace tw::detail {", "template <> struct stream_reads<0> {",
                         "    static constexpr bool value = true;", "};", "}  // namespace tw::detail"]
-        out += block_constants(block, blocks_per_sm(kernel, printer.storage, block.threads))
+        pack = pack_factor(kernel, printer.storage, printer.lanes, block, bool(printer.combined) or printer.mathdx)
+        if pack > 1:  # before the headers, which read it (native/tile/tile.h); CUDA only
+            out[:0] = ["#ifdef __CUDACC__", f"#define TW_PACK {pack}", "#endif"]
+        out += block_constants(block, blocks_per_sm(kernel, printer.storage, block.threads), pack)
     plan = forward_plan(kernel)  # the callees, and the adjoints wp.grad(f) calls
     out += structs.definitions([*plan.functions, kernel])  # @wp.struct types, each after those it contains
     if plan.adjoints:
@@ -56,7 +59,8 @@ def emit_module(kernel: ir.Function, sites=None, block=None, mathdx: bool = Fals
     if block is not None:
         out += [block_entry(entry, block, printer.deferred), "",
                 f"// tilewarp: shared memory {printer.storage.bytes} bytes",
-                f"// tilewarp: combined atomics {len(printer.combined)}", ""]
+                f"// tilewarp: combined atomics {len(printer.combined)}",
+                f"// tilewarp: tile blocks per CUDA block {pack}", ""]
     else:
         out += [f"TW_KERNEL_ENTRY({entry})", ""]
     return "\n".join(out)
