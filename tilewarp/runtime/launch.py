@@ -18,6 +18,7 @@ from .packing import make_pack_bytes
 from .device import Device, get_device
 from . import native_launch, tape_state
 from .host_views import record_read
+from .tiled import launch_key, remember, remembered
 
 
 def _converter(t, name):
@@ -274,6 +275,11 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     native_ok = stream is None and not (adjoint or record_cmd or max_blocks) and (_tracked or not tape_state.tracking)
     if fast is not None and native_ok and fast(kernel, dim, inputs, outputs, device, block_dim):
         return None
+    key = None
+    if kernel.__dict__.get("_tw_tiles"):  # tile kernels: a plain launch made before (runtime/tiled.py)
+        key = launch_key("launch", dim, block_dim, device, stream, adjoint, record_cmd, max_blocks)
+        if key is not None and remembered(kernel, key, inputs, outputs):
+            return None
     if adjoint:
         return launch_adjoint(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device, stream, block_dim)
     if tape_state.tracking and not record_cmd and not _tracked:  # a Tape is in use: versions, recording
@@ -285,6 +291,7 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
             return launch(kernel, dim, inputs, outputs, device=stream.device, record_tape=record_tape,
                           record_cmd=record_cmd, max_blocks=max_blocks, block_dim=block_dim, _tracked=_tracked)
     values = [*inputs, *outputs] if outputs else inputs if type(inputs) is list else list(inputs)
+    named_device = device
     if device is None:
         for v in values:
             if isinstance(v, array) and v.device is not None:
@@ -325,6 +332,8 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
             device.backend.launch(compiled.handle, args, tasks, threads)
     if generic is False and compiled.launcher is not False and compiled.block is None:  # the next launch can go native
         native_launch.remember(kernel, compiled)
+    elif key is not None and compiled.block is not None:
+        remember(kernel, key, dim, block_dim, device, named_device)
     return None
 
 

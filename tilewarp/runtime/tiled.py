@@ -12,6 +12,9 @@ import os
 
 from .. import config
 from ..errors import LaunchError
+from . import tape_state
+from .array import array
+from .device import get_device
 
 
 def uses_tiles(kernel, block_dim: int = 0) -> bool:
@@ -119,19 +122,90 @@ def launch_tiled(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=
                  adjoint=False, record_tape=True, record_cmd=False, max_blocks=0, block_dim=256):
     """Launch ``dim`` blocks of ``block_dim`` lanes: ``wp.tid()`` gives the block's index (and, as a
     last component, the lane), as in Warp, which runs ``launch`` over ``[*dim, block_dim]``."""
+    key = launch_key("tiled", dim, block_dim, device, stream, adjoint, record_cmd, max_blocks)
+    if key is not None and remembered(kernel, key, inputs, outputs):
+        return None
     from .launch import launch
 
-    if isinstance(dim, int):
-        dim = [dim]
-    dims = list(dim)
+    dims = [dim] if isinstance(dim, int) else list(dim)
     if not 1 <= len(dims) <= 3:
         raise LaunchError(f"launch_tiled: dim must have 1 to 3 dimensions, got {dim!r}")
-    from .device import get_device
+    dev = get_device(device) if device is not None else _device_of(inputs, outputs)
+    bd = effective_block_dim(block_dim, dev)
+    launch(kernel, dim=tuple(dims) + (bd,), inputs=inputs, outputs=outputs, adj_inputs=adj_inputs,
+           adj_outputs=adj_outputs, device=device, stream=stream, adjoint=adjoint, record_tape=record_tape,
+           record_cmd=record_cmd, max_blocks=max_blocks, block_dim=bd)
+    if key is not None:
+        remember(kernel, key, tuple(dims) + (bd,), bd, dev, device)
 
-    bd = effective_block_dim(block_dim, get_device(device) if device is not None else _device_of(inputs, outputs))
-    return launch(kernel, dim=tuple(dims) + (bd,), inputs=inputs, outputs=outputs, adj_inputs=adj_inputs,
-                  adj_outputs=adj_outputs, device=device, stream=stream, adjoint=adjoint, record_tape=record_tape,
-                  record_cmd=record_cmd, max_blocks=max_blocks, block_dim=bd)
+
+# ---- repeated launches of tile kernels -------------------------------------------------------------
+# A plain launch (no Tape, stream, adjoint, max_blocks, record_cmd or debug build) of a kernel launched
+# the same way before is one argument packing and one submit: what a launch works out per call
+# (specialisation, block shape, compiled kernel, bounds, grid) is remembered on the kernel per
+# (dim, block_dim, device). A tile launch took 13-22 us of host time on the H100 machines, as long as
+# the row-sum kernel itself; SIMT kernels have the native launch path (runtime/native_launch.py).
+
+def launch_key(tag: str, dim, block_dim, device, stream=None, adjoint=False, record_cmd=False, max_blocks=0):
+    """The key a launch (``tag``: which entry point) is remembered by; None for one not plain."""
+    if stream is not None or adjoint or record_cmd or max_blocks or tape_state.tracking or config.verify_fp:
+        return None
+    try:
+        key = (tag, dim if type(dim) is int else tuple(dim), block_dim, device, config.enable_cpu_blocks)
+        hash(key)
+    except TypeError:  # a dim or device of unusual objects: not remembered
+        return None
+    return key
+
+
+def remembered(kernel, key, inputs, outputs) -> bool:
+    """Whether the launch remembered under ``key`` ran (False: take the general path)."""
+    runs = kernel.__dict__.get("_tw_launches")
+    run = runs.get(key) if runs is not None else None
+    return run is not None and run(inputs, outputs)
+
+
+def remember(kernel, key, dim, block_dim: int, device, named_device):
+    """After a general launch of a plain (not generic) kernel: remember it under ``key``."""
+    if getattr(kernel, "_generic", None) is False:
+        runs = kernel.__dict__.setdefault("_tw_launches", {})
+        if len(runs) < 64:
+            runs[key] = _prepared(kernel, dim, block_dim, device, named_device)
+
+
+def _prepared(kernel, dim, block_dim: int, device, named_device=True):
+    """``run(inputs, outputs) -> bool``: the launch of ``kernel`` over ``dim`` (lanes included) with
+    the compiled kernel, bounds and grid worked out now; False (nothing launched) when the launch
+    must take the general path instead: a Tape in use, a debug build or ``wp.config.verify_fp``
+    (which record and check), or, where the launch named no device (``named_device`` None), arrays
+    on another device."""
+    from ..module_options import is_debug
+    from .launch import _compiled_for, check_captures
+
+    compiled, lanes = _compiled_for(kernel, device, dim, block_dim, backward=False)
+    packer = compiled.packer
+    size, bounds = packer.bounds_bytes(dim)
+    if compiled.submit is None:
+        compiled.submit = device.backend.launcher(compiled.handle)
+    submit, (tasks, threads) = compiled.submit, compiled.launch_dims(size, lanes, 0)
+    launch = device.backend.launch
+
+    def run(inputs, outputs=()):
+        if tape_state.tracking or compiled.checks is not None or config.verify_fp or is_debug(kernel):
+            return False
+        values = [*inputs, *outputs] if outputs else inputs if type(inputs) is list else list(inputs)
+        if named_device is None and _device_of(values, ()) is not device:
+            return False
+        if kernel._tw_captures:
+            check_captures(kernel)
+        args = packer.pack_bytes(values, device, bounds)
+        if tasks == size:
+            submit(args, tasks, threads)
+        elif tasks:
+            launch(compiled.handle, args, tasks, threads)
+        return True
+
+    return run
 
 
 def prepared_launch_tiled(kernel, blocks: int, block_dim: int, device):
@@ -140,37 +214,17 @@ def prepared_launch_tiled(kernel, blocks: int, block_dim: int, device):
     repeated launch is one argument packing and one submit (block programs call theirs every time).
     While a Tape is in use, in debug builds or with ``wp.config.verify_fp`` it is ``launch_tiled``
     itself, which records the launch, keeps the arrays' versions and checks."""
-    from . import tape_state
-    from .launch import _compiled_for, check_captures
-
-    dim = (blocks, effective_block_dim(block_dim, device))
-    compiled, lanes = _compiled_for(kernel, device, dim, block_dim, backward=False)
-    packer = compiled.packer
-    size, bounds = packer.bounds_bytes(dim)
-    if compiled.submit is None:
-        compiled.submit = device.backend.launcher(compiled.handle)
-    submit, (tasks, threads) = compiled.submit, compiled.launch_dims(size, lanes, 0)
+    prepared = _prepared(kernel, (blocks, effective_block_dim(block_dim, device)), block_dim, device)
 
     def run(values):
-        if tape_state.tracking or compiled.checks is not None or config.verify_fp:
+        if not prepared(values):
             launch_tiled(kernel, dim=[blocks], inputs=values, block_dim=block_dim, device=device)
-            return
-        if kernel._tw_captures:
-            check_captures(kernel)
-        args = packer.pack_bytes(values, device, bounds)
-        if tasks == size:
-            submit(args, tasks, threads)
-        else:
-            device.backend.launch(compiled.handle, args, tasks, threads)
 
     return run
 
 
 def _device_of(inputs, outputs):
-    from .array import array
-    from .device import get_device
-
-    for v in [*inputs, *outputs]:
+    for v in (*inputs, *outputs) if outputs else inputs:
         if isinstance(v, array) and v.device is not None:
             return v.device
     return get_device(None)
