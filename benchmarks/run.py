@@ -3,7 +3,8 @@
 Timing: the median of repeats of N calls, warm-up excluded. Kernel throughput on a GPU (the SIMT
 kernels, the tile programs, the copy ceiling) is the device's time between CUDA events recorded
 before the first call and after the last (what CuPy, Triton's do_bench and Nsight report: the host
-waiting for the last kernel is not the kernels' time); on the CPU, and for what is host work
+waiting for the last kernel is not the kernels' time), the calls queued behind a busy kernel so
+that the host's launch rate does not limit them; on the CPU, and for what is host work
 (launch overhead, Tape.backward, compiles), the host clock from the first call to the synchronize
 after the last (the method of ../shared/bench/anchors.py). Usage:
     python -m benchmarks [--device cpu|cuda:0] [--quick] [--only integrate,bounce,launch,compile,backward,tiles]
@@ -55,7 +56,16 @@ INTEGRATE = textwrap.dedent('''
     @wp.kernel
     def noop(a: wp.array(dtype=float)):
         i = wp.tid()
+
+    @wp.kernel
+    def busy(n: int, out: wp.array(dtype=float)):
+        x = float(0.0)
+        for k in range(n):
+            x = x * 0.999 + 1.0
+        out[0] = x
 ''')
+#: per wp module: its ``busy`` kernel, scratch, and the seconds one loop step takes on the GPU
+_BUSY: dict = {}
 
 
 def load(module_name: str, cache: str):
@@ -72,18 +82,50 @@ def load(module_name: str, cache: str):
     spec = importlib.util.spec_from_file_location(f"bench_kernels_{module_name}", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    _BUSY[module_name] = [mod.busy, None, 0.0]
     return wp, mod
 
 
+def _keep_busy(wp, device, seconds: float):
+    """Queue ``seconds`` of one-thread work on ``device``, so that the host queues the timed calls
+    while the GPU is still busy: the events then time the kernels back to back, not the host's
+    launch rate (a tile launch from Python took 13-22 us on the device machines' hosts, more than
+    the 18-25 us row sum now and then: its "slow mode", benchmarks/RESULTS.md)."""
+    entry = _BUSY.get(wp.__name__)
+    if entry is None:
+        return
+    kernel, out, step = entry
+    if out is None:  # time one long loop once
+        out = entry[1] = wp.zeros(1, dtype=float, device=device)
+        wp.launch(kernel, dim=1, inputs=[1000, out], device=device)
+        wp.synchronize()
+        start, end = wp.Event(device, enable_timing=True), wp.Event(device, enable_timing=True)
+        stream = wp.get_stream(device)
+        stream.record_event(start)
+        wp.launch(kernel, dim=1, inputs=[200000, out], device=device)
+        stream.record_event(end)
+        wp.synchronize()
+        step = entry[2] = wp.get_event_elapsed_time(start, end) / 1e3 / 200000
+    wp.launch(kernel, dim=1, inputs=[int(seconds / step), out], device=device)
+
+
 def timeit(wp, fn, iters, repeats=7, device=None):
-    """Median seconds per call of ``fn``: by CUDA events on a CUDA ``device``, else the host clock."""
+    """Median seconds per call of ``fn``: by CUDA events on a CUDA ``device`` (the calls queued
+    behind enough work that the host's launch rate does not count), else the host clock."""
     fn()
     wp.synchronize()
     stream = wp.get_stream(device) if device is not None and str(device).startswith("cuda") else None
+    host = 0.0
+    if stream is not None:  # how long the host takes to queue the calls
+        t = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        host = time.perf_counter() - t
     times = []
     for _ in range(repeats):
         wp.synchronize()
         if stream is not None:
+            _keep_busy(wp, device, 2 * host + 2e-4)
             start, end = wp.Event(device, enable_timing=True), wp.Event(device, enable_timing=True)
             stream.record_event(start)
         t = time.perf_counter()
