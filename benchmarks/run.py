@@ -158,8 +158,10 @@ def bench_bounce(wp, k, device, n, on_gpu):
 
 
 def bench_launch(wp, k, device):
-    a = wp.zeros(1, dtype=float, device=device)
-    return timeit(wp, lambda: wp.launch(k.noop, dim=1, inputs=[a], device=device), 2000)
+    """Host time of a launch: a one-thread SIMT kernel, and a one-block tile kernel (launch_tiled)."""
+    a = wp.zeros(32, dtype=float, device=device)
+    simt = timeit(wp, lambda: wp.launch(k.noop, dim=1, inputs=[a], device=device), 2000)
+    return simt, timeit(wp, lambda: wp.launch_tiled(k.tile_one, dim=[1], inputs=[a], block_dim=32, device=device), 2000)
 
 
 def bench_backward(wp, k, device, n, on_gpu):
@@ -260,7 +262,7 @@ def main():
         if "bounce" in only:
             r["bounce"] = bench_bounce(wp, k, device, n, on_gpu)
         if "launch" in only:
-            r["launch"] = bench_launch(wp, k, device)
+            r["launch"], r["tile_launch"] = bench_launch(wp, k, device)
         if "compile" in only:
             r["compile"] = bench_compile(m, device)
         if "backward" in only:
@@ -295,6 +297,7 @@ def report(results, modules, device):
             line(label, a, b, note=note)
     if "launch" in tw or "launch" in ref:
         line("launch overhead (1-thread kernel)", tw.get("launch"), ref.get("launch"), "us", 1e6)
+        line("tile launch overhead (1 block)", tw.get("tile_launch"), ref.get("tile_launch"), "us", 1e6)
     if "tape_launch" in tw or "tape_launch" in ref:
         line("launch under a Tape (1 thread)", tw.get("tape_launch"), ref.get("tape_launch"), "us", 1e6)
     if "tiles" in tw or "tiles" in ref:

@@ -34,6 +34,11 @@ KERNELS = textwrap.dedent('''
         wp.tile_store(b[i], s)
 
     @wp.kernel
+    def tile_one(a: wp.array(dtype=float)):
+        i = wp.tid()
+        wp.tile_store(a, wp.tile_load(a, shape=32) * 0.5)
+
+    @wp.kernel
     def tile_copy(a: wp.array2d(dtype=float), b: wp.array2d(dtype=float)):
         i, j = wp.tid()
         t = wp.tile_load(a, shape=(TM, TN), offset=(i * TM, j * TN))
