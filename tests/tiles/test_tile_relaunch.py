@@ -117,3 +117,14 @@ def test_tile_reads_and_writes_count_for_the_tapes_version_check(device):
     wp.launch_tiled(scaled_rows, dim=[2], inputs=[other, a, 1.0], block_dim=BD, device=device)
     with pytest.raises(wp.TapeError, match=r"argument 'a' of launch #0 \(.*scaled_rows\) was overwritten"):
         tape.backward(grads={out: wp.array(np.ones((2, ROW), dtype=np.float32), device=device)})
+
+
+def test_record_cmd_returns_a_replayable_launch(device):
+    rng = np.random.default_rng(27)
+    x, a = _rows(rng, 3, device)
+    out = wp.zeros((3, ROW), dtype=float, device=device)
+    wp.launch_tiled(scaled_rows, dim=[3], inputs=[a, out, 1.0], block_dim=BD, device=device)  # remembered
+    cmd = wp.launch_tiled(scaled_rows, dim=[3], inputs=[a, out, 3.0], block_dim=BD, device=device, record_cmd=True)
+    out.zero_()
+    cmd.launch()
+    np.testing.assert_allclose(out.numpy(), 3.0 * np.sin(x), rtol=1e-5, atol=1e-6)

@@ -132,11 +132,12 @@ def launch_tiled(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=
         raise LaunchError(f"launch_tiled: dim must have 1 to 3 dimensions, got {dim!r}")
     dev = get_device(device) if device is not None else _device_of(inputs, outputs)
     bd = effective_block_dim(block_dim, dev)
-    launch(kernel, dim=tuple(dims) + (bd,), inputs=inputs, outputs=outputs, adj_inputs=adj_inputs,
-           adj_outputs=adj_outputs, device=device, stream=stream, adjoint=adjoint, record_tape=record_tape,
-           record_cmd=record_cmd, max_blocks=max_blocks, block_dim=bd)
+    cmd = launch(kernel, dim=tuple(dims) + (bd,), inputs=inputs, outputs=outputs, adj_inputs=adj_inputs,
+                 adj_outputs=adj_outputs, device=device, stream=stream, adjoint=adjoint, record_tape=record_tape,
+                 record_cmd=record_cmd, max_blocks=max_blocks, block_dim=bd)
     if key is not None:
         remember(kernel, key, tuple(dims) + (bd,), bd, dev, device)
+    return cmd  # a replayable Launch with record_cmd=True
 
 
 # ---- repeated launches of tile kernels -------------------------------------------------------------
