@@ -52,7 +52,7 @@ def test_each_launch_reads_its_own_arguments(device, named):
         np.testing.assert_allclose(full.numpy(), np.sin(x) * s, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("switch", ["config", "set_module_options"])
+@pytest.mark.parametrize("switch", ["config", "set_module_options", "module_options_dict"])
 def test_debug_mode_switch_is_seen(device, switch, monkeypatch):
     rng = np.random.default_rng(22)
     x, a = _rows(rng, 3, device)
@@ -65,7 +65,10 @@ def test_debug_mode_switch_is_seen(device, switch, monkeypatch):
     else:
         opts = wp.get_module_options(__name__)
         monkeypatch.setitem(opts, "mode", None)  # restored afterwards
-        wp.set_module_options({"mode": "debug"}, __name__)
+        if switch == "set_module_options":
+            wp.set_module_options({"mode": "debug"}, __name__)
+        else:
+            opts["mode"] = "debug"
     with pytest.raises(wp.KernelRuntimeError, match="out of bounds"):
         wp.launch_tiled(row_of, dim=[2], inputs=[a, out, 9], block_dim=BD, device=device)
 
@@ -128,3 +131,15 @@ def test_record_cmd_returns_a_replayable_launch(device):
     out.zero_()
     cmd.launch()
     np.testing.assert_allclose(out.numpy(), 3.0 * np.sin(x), rtol=1e-5, atol=1e-6)
+
+
+def test_debug_builds_check_every_launch(device, monkeypatch):
+    monkeypatch.setattr(wp.config, "mode", "debug")
+    rng = np.random.default_rng(28)
+    x, a = _rows(rng, 3, device)
+    out = wp.zeros(2, dtype=float, device=device)
+    for _ in range(2):
+        wp.launch_tiled(row_of, dim=[2], inputs=[a, out, 2], block_dim=BD, device=device)
+    np.testing.assert_allclose(out.numpy(), np.full(2, x[2].sum()), rtol=1e-5)
+    with pytest.raises(wp.KernelRuntimeError, match="out of bounds"):
+        wp.launch_tiled(row_of, dim=[2], inputs=[a, out, 9], block_dim=BD, device=device)

@@ -9,6 +9,7 @@ index of ``wp.launch_tiled`` (its last dimension is the lanes) or the row of a
 from __future__ import annotations
 
 import os
+import weakref
 
 from .. import config
 from ..errors import LaunchError
@@ -159,6 +160,20 @@ def launch_key(tag: str, dim, block_dim, device, stream=None, adjoint=False, rec
     return key
 
 
+#: kernels holding remembered launches, dropped when a setting changes (wp.config, module options:
+#: debug builds, verify_fp, compile options), as native_launch.forget_all drops its launchers
+_remembering: weakref.WeakSet = weakref.WeakSet()
+
+
+def forget_launches(*_) -> None:
+    for kernel in list(_remembering):
+        kernel.__dict__.pop("_tw_launches", None)
+    _remembering.clear()
+
+
+config._listeners.append(forget_launches)
+
+
 def remembered(kernel, key, inputs, outputs) -> bool:
     """Whether the launch remembered under ``key`` ran (False: take the general path)."""
     runs = kernel.__dict__.get("_tw_launches")
@@ -170,20 +185,24 @@ def remember(kernel, key, dim, block_dim: int, device, named_device):
     """After a general launch of a plain (not generic) kernel: remember it under ``key``."""
     if getattr(kernel, "_generic", None) is False:
         runs = kernel.__dict__.setdefault("_tw_launches", {})
-        if len(runs) < 64:
-            runs[key] = _prepared(kernel, dim, block_dim, device, named_device)
+        run = _prepared(kernel, dim, block_dim, device, named_device) if len(runs) < 64 else None
+        if run is not None:
+            runs[key] = run
+            _remembering.add(kernel)
 
 
 def _prepared(kernel, dim, block_dim: int, device, named_device=True):
     """``run(inputs, outputs) -> bool``: the launch of ``kernel`` over ``dim`` (lanes included) with
     the compiled kernel, bounds and grid worked out now; False (nothing launched) when the launch
-    must take the general path instead: a Tape in use, a debug build or ``wp.config.verify_fp``
-    (which record and check), or, where the launch named no device (``named_device`` None), arrays
-    on another device."""
-    from ..module_options import is_debug
+    must take the general path instead: a Tape in use or ``wp.config.verify_fp`` (which record and
+    check), or, where the launch named no device (``named_device`` None), arrays on another device.
+    None for a debug build, which checks every launch (switching debug mode on forgets every
+    remembered launch: forget_launches)."""
     from .launch import _compiled_for, check_captures
 
     compiled, lanes = _compiled_for(kernel, device, dim, block_dim, backward=False)
+    if compiled.checks is not None:  # a debug build: every launch checks (the general path)
+        return None
     packer = compiled.packer
     size, bounds = packer.bounds_bytes(dim)
     if compiled.submit is None:
@@ -192,7 +211,7 @@ def _prepared(kernel, dim, block_dim: int, device, named_device=True):
     launch = device.backend.launch
 
     def run(inputs, outputs=()):
-        if tape_state.tracking or compiled.checks is not None or config.verify_fp or is_debug(kernel):
+        if tape_state.tracking or config.verify_fp:  # (debug mode: forget_launches dropped this)
             return False
         values = [*inputs, *outputs] if outputs else inputs if type(inputs) is list else list(inputs)
         if named_device is None and _device_of(values, ()) is not device:
@@ -215,10 +234,12 @@ def prepared_launch_tiled(kernel, blocks: int, block_dim: int, device):
     repeated launch is one argument packing and one submit (block programs call theirs every time).
     While a Tape is in use, in debug builds or with ``wp.config.verify_fp`` it is ``launch_tiled``
     itself, which records the launch, keeps the arrays' versions and checks."""
+    from ..module_options import is_debug
+
     prepared = _prepared(kernel, (blocks, effective_block_dim(block_dim, device)), block_dim, device)
 
-    def run(values):
-        if not prepared(values):
+    def run(values):  # (a plan outlives a switch to debug mode: asked here each time)
+        if prepared is None or is_debug(kernel) or not prepared(values):
             launch_tiled(kernel, dim=[blocks], inputs=values, block_dim=block_dim, device=device)
 
     return run
