@@ -84,14 +84,14 @@ def build(kernel, device, block=None) -> CompiledKernel:
         checks = DebugChecks(kernel.key, fn, sites.sites, module, device)
     resident = 0
     if device.kind == "cuda" and block is not None:
-        waves = _waves(source)
+        waves = _waves(source, pack)
         threads = block.threads * pack
         resident = max(1, int(device.backend.resident_blocks(handle, threads) * waves)) if waves > 0 else 0
     return CompiledKernel(device, module, handle, ArgPacker(fn), source, checks, block=block, shared_bytes=smem,
                           resident=resident, pack=pack)
 
 
-def _waves(source: str) -> float:
+def _waves(source: str, pack: int) -> float:
     """A CUDA tile kernel's grid, in the blocks the device holds at once: half of them for a kernel
     that combines atomics (the fewer CUDA blocks, the fewer atomics; the seed's sum of squares on
     an H100: 0.0484 ms on half, 0.0496 on all), one CUDA block per PACK tile blocks for packed
@@ -103,7 +103,7 @@ def _waves(source: str) -> float:
         return float(waves)
     if source_mark(source, "combined atomics"):
         return 0.5
-    return 0 if source_mark(source, "tile blocks per CUDA block") > 1 else 4
+    return 0 if pack > 1 else 4
 
 
 def build_backward(kernel, device, block=None) -> CompiledKernel:

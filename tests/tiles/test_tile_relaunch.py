@@ -37,6 +37,16 @@ def _rows(rng, n, device):
     return x, wp.array(x, device=device)
 
 
+def _row_of_launched(device, seed: int, row: int, times: int):
+    """``(a, out)`` after ``times`` launches of row_of (each checked): arrays for one more."""
+    x, a = _rows(np.random.default_rng(seed), 3, device)
+    out = wp.zeros(2, dtype=float, device=device)
+    for _ in range(times):
+        wp.launch_tiled(row_of, dim=[2], inputs=[a, out, row], block_dim=BD, device=device)
+    np.testing.assert_allclose(out.numpy(), np.full(2, x[row].sum()), rtol=1e-5)
+    return a, out
+
+
 @pytest.mark.parametrize("named", [True, False])
 def test_each_launch_reads_its_own_arguments(device, named):
     rng = np.random.default_rng(21)
@@ -54,12 +64,7 @@ def test_each_launch_reads_its_own_arguments(device, named):
 
 @pytest.mark.parametrize("switch", ["config", "set_module_options", "module_options_dict"])
 def test_debug_mode_switch_is_seen(device, switch, monkeypatch):
-    rng = np.random.default_rng(22)
-    x, a = _rows(rng, 3, device)
-    out = wp.zeros(2, dtype=float, device=device)
-    for _ in range(3):
-        wp.launch_tiled(row_of, dim=[2], inputs=[a, out, 1], block_dim=BD, device=device)
-    np.testing.assert_allclose(out.numpy(), np.full(2, x[1].sum()), rtol=1e-5)
+    a, out = _row_of_launched(device, seed=22, row=1, times=3)
     if switch == "config":
         monkeypatch.setattr(wp.config, "mode", "debug")
     else:
@@ -135,11 +140,6 @@ def test_record_cmd_returns_a_replayable_launch(device):
 
 def test_debug_builds_check_every_launch(device, monkeypatch):
     monkeypatch.setattr(wp.config, "mode", "debug")
-    rng = np.random.default_rng(28)
-    x, a = _rows(rng, 3, device)
-    out = wp.zeros(2, dtype=float, device=device)
-    for _ in range(2):
-        wp.launch_tiled(row_of, dim=[2], inputs=[a, out, 2], block_dim=BD, device=device)
-    np.testing.assert_allclose(out.numpy(), np.full(2, x[2].sum()), rtol=1e-5)
+    a, out = _row_of_launched(device, seed=28, row=2, times=2)
     with pytest.raises(wp.KernelRuntimeError, match="out of bounds"):
         wp.launch_tiled(row_of, dim=[2], inputs=[a, out, 9], block_dim=BD, device=device)

@@ -131,13 +131,16 @@ def launch_tiled(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=
     dims = [dim] if isinstance(dim, int) else list(dim)
     if not 1 <= len(dims) <= 3:
         raise LaunchError(f"launch_tiled: dim must have 1 to 3 dimensions, got {dim!r}")
-    dev = get_device(device) if device is not None else _device_of(inputs, outputs)
-    bd = effective_block_dim(block_dim, dev)
-    cmd = launch(kernel, dim=tuple(dims) + (bd,), inputs=inputs, outputs=outputs, adj_inputs=adj_inputs,
-                 adj_outputs=adj_outputs, device=device, stream=stream, adjoint=adjoint, record_tape=record_tape,
-                 record_cmd=record_cmd, max_blocks=max_blocks, block_dim=bd)
-    if key is not None:
-        remember(kernel, key, tuple(dims) + (bd,), bd, dev, device)
+    bd = effective_block_dim(block_dim, get_device(device) if device is not None else _device_of(inputs, outputs))
+    full = tuple(dims) + (bd,)
+    cmd = launch(kernel, dim=full, inputs=inputs, outputs=outputs, adj_inputs=adj_inputs, adj_outputs=adj_outputs,
+                 device=device, stream=stream, adjoint=adjoint, record_tape=record_tape, record_cmd=record_cmd,
+                 max_blocks=max_blocks, block_dim=bd)
+    if key is not None:  # what launch() remembered for the full dim serves this call's spelling too
+        runs = kernel.__dict__.get("_tw_launches")
+        run = runs.get(launch_key("launch", full, bd, device)) if runs else None
+        if run is not None and len(runs) < 64:
+            runs[key] = run
     return cmd  # a replayable Launch with record_cmd=True
 
 
@@ -191,7 +194,7 @@ def remember(kernel, key, dim, block_dim: int, device, named_device):
             _remembering.add(kernel)
 
 
-def _prepared(kernel, dim, block_dim: int, device, named_device=True):
+def _prepared(kernel, dim, block_dim: int, device, named_device):
     """``run(inputs, outputs) -> bool``: the launch of ``kernel`` over ``dim`` (lanes included) with
     the compiled kernel, bounds and grid worked out now; False (nothing launched) when the launch
     must take the general path instead: a Tape in use or ``wp.config.verify_fp`` (which record and
@@ -230,17 +233,10 @@ def _prepared(kernel, dim, block_dim: int, device, named_device=True):
 
 def prepared_launch_tiled(kernel, blocks: int, block_dim: int, device):
     """``run(arrays)``: ``launch_tiled(kernel, dim=[blocks], inputs=arrays, block_dim=block_dim)``
-    with what that works out per call (compiled kernel, block shape, bounds) worked out once, so a
-    repeated launch is one argument packing and one submit (block programs call theirs every time).
-    While a Tape is in use, in debug builds or with ``wp.config.verify_fp`` it is ``launch_tiled``
-    itself, which records the launch, keeps the arrays' versions and checks."""
-    from ..module_options import is_debug
-
-    prepared = _prepared(kernel, (blocks, effective_block_dim(block_dim, device)), block_dim, device)
-
-    def run(values):  # (a plan outlives a switch to debug mode: asked here each time)
-        if prepared is None or is_debug(kernel) or not prepared(values):
-            launch_tiled(kernel, dim=[blocks], inputs=values, block_dim=block_dim, device=device)
+    (block programs call theirs every time): from the third call on a remembered launch, one
+    argument packing and one submit, unless a Tape, debug mode or ``verify_fp`` asks for more."""
+    def run(values):
+        launch_tiled(kernel, dim=[blocks], inputs=values, block_dim=block_dim, device=device)
 
     return run
 
