@@ -29,7 +29,7 @@ os.environ.setdefault("TILEWARP_TUNE", "0")  # block programs take rule-of-thumb
 import tilewarp  # noqa: E402
 import tilewarp.compile  # noqa: E402
 import tilewarp.compile.options  # noqa: E402
-import tilewarp.pipeline  # noqa: E402
+import tilewarp.api.pipeline  # noqa: E402
 
 tilewarp.config.quiet = True
 
@@ -79,7 +79,7 @@ CUDA_CHECK_ARCH = 90
 @pytest.fixture(autouse=True)
 def _also_compile_for_cuda(monkeypatch):
     """After each CPU build, compile the same source to an sm_90 CUBIN with NVRTC (cached)."""
-    original = tilewarp.pipeline.build
+    original = tilewarp.api.pipeline.build
 
     def build(kernel, device, *rest):
         compiled = original(kernel, device, *rest)
@@ -88,8 +88,8 @@ def _also_compile_for_cuda(monkeypatch):
             tilewarp.compile.compile_cached(compiled.source, kernel.key, options)
         return compiled
 
-    monkeypatch.setattr(tilewarp.pipeline, "build", build)
-    original_backward = tilewarp.pipeline.build_backward
+    monkeypatch.setattr(tilewarp.api.pipeline, "build", build)
+    original_backward = tilewarp.api.pipeline.build_backward
 
     def build_backward(kernel, device, *rest):  # backward kernels (Tape, launch(adjoint=True)) too
         compiled = original_backward(kernel, device, *rest)
@@ -98,7 +98,7 @@ def _also_compile_for_cuda(monkeypatch):
             tilewarp.compile.compile_cached(compiled.source, kernel.key + ".backward", options)
         return compiled
 
-    monkeypatch.setattr(tilewarp.pipeline, "build_backward", build_backward)
+    monkeypatch.setattr(tilewarp.api.pipeline, "build_backward", build_backward)
 
 
 # ---- one kernel text, two libraries ---------------------------------------------------------------

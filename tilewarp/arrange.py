@@ -25,16 +25,16 @@ import operator
 
 import numpy as np
 
-from . import types as T
-from .blocks import tune
-from .blocks.program import BlockSpecError, as_array, kernel_for, source_text, wrap_body
-from .blocks.refs import BlockRef, parse_index
+from .language import types as T
+from .block_programs import tune
+from .block_programs.program import BlockSpecError, as_array, kernel_for, launcher, source_text, wrap_body
+from .block_programs.refs import BlockRef, parse_index
 from .errors import KernelTypeError
 from .frontend.control import assigned_names
 from .frontend.source import get_source
 from .runtime.array import array
 from .runtime.device import get_device
-from .runtime.tiled import prepared_launch_tiled
+from .runtime.launch import launch_tiled
 
 __all__ = ["Symbol", "Tensor", "jit", "BlockSpecError"]
 
@@ -392,7 +392,7 @@ class ArrangedKernel:
             kernel, blocks = self._build(arrays, config)
             if self.debug:
                 print(source_text(kernel))
-            plan = self._plans[key] = prepared_launch_tiled(kernel, blocks, config["block_dim"], get_device(device))
+            plan = self._plans[key] = launcher(kernel, blocks, config["block_dim"], get_device(device))
         plan(arrays)
         for a, arr in zip(args, arrays):  # NumPy outputs: the results copied back
             if isinstance(a, np.ndarray) and arr is not a:
@@ -508,7 +508,6 @@ class ArrangedKernel:
         import time
 
         from .runtime.array import clone
-        from .runtime.tiled import launch_tiled
 
         scratch = [clone(a) if n in self.outputs else a for n, a in zip(self.params, arrays)]
         timings, t0 = {}, time.perf_counter()

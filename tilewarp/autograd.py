@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import types as T
+from .language import types as T
 from .runtime.array import array, zeros_like
+from .runtime.launch import launch
 
 
 def _float_arrays(values) -> list:
@@ -44,8 +45,6 @@ def _position(values, key):
 
 
 def _forward(kernel, dim, inputs, outputs, device, block_dim):
-    from .runtime.launch import launch
-
     for o in outputs:
         if isinstance(o, array):
             o.zero_()
@@ -56,8 +55,6 @@ def jacobian(kernel, dim, inputs, outputs, input_output_mask=None, device=None, 
              max_outputs_per_var=-1, plot_jacobians=False):
     """``{(input index, output index): J}`` from the backward kernel, one launch per output scalar;
     ``J[r, c]`` is d output[r] / d input[c] over the arrays' flattened scalar components."""
-    from .runtime.launch import launch_adjoint
-
     inputs, outputs = list(inputs), list(outputs)
     _forward(kernel, dim, inputs, outputs, device, block_dim)
     result = {}
@@ -73,7 +70,7 @@ def jacobian(kernel, dim, inputs, outputs, input_output_mask=None, device=None, 
             seed = np.zeros(_flat(outputs[o]).size)
             seed[r] = 1.0
             _set_flat(grads_out[o], seed)
-            launch_adjoint(kernel, dim, inputs, outputs, grads_in, grads_out, device, None, block_dim)
+            launch(kernel, dim, inputs, outputs, grads_in, grads_out, device, adjoint=True, block_dim=block_dim)
             J[r] = _flat(grads_in[i])
         result[(i, o)] = J
     return result
@@ -137,7 +134,7 @@ def gradcheck_tape(tape, *, eps=1e-4, atol=1e-3, rtol=1e-2, raise_exception=True
                    plot_relative_error=False, plot_absolute_error=False, show_summary=True) -> bool:
     """``gradcheck`` on every launch recorded on ``tape`` (each with the arguments it was recorded
     with); the arrays end as they were, versions included, so ``tape.backward`` still works."""
-    from .tape import _Launch
+    from .api.tape import _Launch
 
     ok = True
     for entry in tape.launches:

@@ -7,6 +7,8 @@ import os
 import sys
 import types
 
+#: the tilewarp version (``wp.__version__``; as Warp's ``wp.config.version``): part of every cache key
+version: str = "0.1.0"
 #: "release" or "debug": debug builds check every array index and ``assert`` and raise
 #: ``KernelRuntimeError`` after the launch (a module's ``"mode"`` option overrides this).
 mode: str = "release"

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import types as T
+from .language import types as T
 from .errors import TileWarpError
 
 __all__ = ["Context", "Decomposition", "DistributedError", "init", "launcher_environment"]

@@ -9,8 +9,8 @@ import functools
 
 import tilewarp as wp  # the package is initialised before its submodules: kernels below call wp.tid() ...
 
-from . import types as T
-from .kernel import kernel
+from .language import types as T
+from .api.kernel import kernel
 from .runtime.array import array, zeros_like
 from .runtime.launch import launch
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import tilewarp as wp  # initialised before its submodules: the kernels below use wp.tid() ...
 
-from . import types as T
+from .language import types as T
 from .runtime.array import array, clone, copy, empty
 
 REDUCE_CHUNK = 256   # elements one thread adds up per reduction level

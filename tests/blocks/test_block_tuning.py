@@ -8,7 +8,7 @@ import pytest
 import tilewarp as wp
 from tilewarp import arrange, pallas as pl
 from tilewarp.arrange import Symbol, Tensor
-from tilewarp.blocks import tune
+from tilewarp.block_programs import tune
 
 B = Symbol("B", meta=True, lower_bound=32, upper_bound=128)
 

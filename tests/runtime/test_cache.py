@@ -300,7 +300,7 @@ def test_key_covers_every_part(monkeypatch):
                 cache.make_key("src", "opts", "target2")}) == 4
     # parts are delimited: moving text from one part to the next changes the key
     assert cache.make_key("ab", "c", "t") != cache.make_key("a", "bc", "t")
-    monkeypatch.setattr(wp, "__version__", wp.__version__ + ".post1")
+    monkeypatch.setattr(wp.config, "version", wp.config.version + ".post1")
     assert cache.make_key("src", "opts", "target") != base
     monkeypatch.undo()
     monkeypatch.setattr(cache, "native_hash", lambda: "0" * 64)

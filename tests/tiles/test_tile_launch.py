@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import tilewarp as wp
-from tilewarp.pipeline import CompiledKernel
+from tilewarp.api.pipeline import CompiledKernel
 
 BD = 32
 
@@ -40,9 +40,9 @@ def target_read_too(a: wp.array(dtype=float), out: wp.array(dtype=float), seen: 
 
 
 def _combined(kernel, dim) -> int:
-    from tilewarp.runtime.tiled import block_shape
+    from tilewarp.runtime.block_shape import block_shape
     from tilewarp.emit import emit_module
-    from tilewarp.pipeline import source_mark
+    from tilewarp.api.pipeline import source_mark
 
     src = emit_module(kernel.ir_for(BD), None, block_shape(kernel, dim, BD))
     return source_mark(src, "combined atomics")
@@ -104,7 +104,9 @@ def test_launch_uses_the_grid_launch_dims_gives(monkeypatch):
     assert out.numpy()[0] == n
     real = CompiledKernel.launch_dims
     monkeypatch.setattr(CompiledKernel, "launch_dims", lambda self, size, bd, mb=0: (size // 2, real(self, size, bd)[1]))
-    total.__dict__.pop("_tw_launches", None)  # the grid of the remembered launch was worked out before
+    from tilewarp.runtime.launch import forget_plans
+
+    forget_plans()  # the grid of the remembered plan was worked out before
     out.zero_()
     wp.launch(total, n, inputs=[a, out], block_dim=BD, device="cpu")
     assert out.numpy()[0] == n // 2  # only the first half of the tasks ran
@@ -127,7 +129,7 @@ def sum_also_stored(a: wp.array(dtype=float), out: wp.array(dtype=float), sums: 
 
 def _source(kernel, dim) -> str:
     from tilewarp.emit import emit_module
-    from tilewarp.runtime.tiled import block_shape
+    from tilewarp.runtime.block_shape import block_shape
 
     return emit_module(kernel.ir_for(BD), None, block_shape(kernel, dim, BD))
 
@@ -181,7 +183,7 @@ def scaled_totals(a: wp.array2d(dtype=float), w: wp.array(dtype=float), b: wp.ar
 def test_only_reductions_whose_reads_move_with_the_block_stream():
     """Streaming reads (ld.global.cs, block/streaming.py): a kernel that reads far more than it
     writes, each read at the launch coordinate; not a copy, not one that reads a shared weight."""
-    from tilewarp.block.streaming import streams_reads
+    from tilewarp.tiling.streaming import streams_reads
 
     assert streams_reads(row_totals.ir_for(BD), BD) and streams_reads(total.ir_for(BD), BD)
     assert not streams_reads(copy_rows.ir_for(BD), BD)
@@ -259,7 +261,7 @@ def coords_in_lanes(out: wp.array3d(dtype=wp.int32), total: wp.array(dtype=wp.in
 def test_launch_coordinates_divide_by_the_hosts_reciprocals(device):
     """wp.tid() divides by the launch extents through reciprocals the host computes (launch.h
     quotient): lanes whose coordinates wrap inside a block, odd extents, blocks ending mid-row."""
-    from tilewarp.types import reciprocal
+    from tilewarp.language.types import reciprocal
 
     rng = np.random.default_rng(8)
     for e in [*range(1, 70), 2**31 - 1, 2**30 + 1, *rng.integers(2, 2**31 - 1, 300)]:

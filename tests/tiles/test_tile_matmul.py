@@ -56,7 +56,7 @@ TOL = {"float16": 2e-3, "float32": 1e-5, "float64": 1e-12}
 
 def _operand(rng, shape, name, device):
     """Random values of dtype ``name`` (bfloat16: rounded to it, numpy has none) and their array."""
-    from tilewarp.types import bf16_bits, bf16_values
+    from tilewarp.language.types import bf16_bits, bf16_values
 
     x = rng.uniform(-1, 1, shape)
     if name == "bfloat16":
@@ -119,7 +119,7 @@ def test_gemm_with_register_accumulator(device, rng, tm, tn, tk, ab, acc, block_
     """The chapter's GEMM as written: its accumulator is only zeroed, accumulated into, carried and
     stored, so on CUDA it stays in tensor-core registers across the K loop (tw::mtile), and where
     wgmma applies the operand tiles take its swizzled layout."""
-    from tilewarp.block.storage import accumulators
+    from tilewarp.tiling.storage import accumulators
 
     mod = load_module(PLAIN.format(tm=tm, tn=tn, tk=tk, ab=f"wp.{ab}", acc=f"wp.{acc}", tail=STORE), "tilewarp")
     fn = mod.gemm.ir_for(block_dim)
@@ -285,7 +285,7 @@ def test_gemm_loop_runs_loads_ahead(device, rng, text, start, step, pipelined, a
     """The loads of later iterations in flight while one multiplies; where their offsets are affine
     in the loop variable, a second copy of the loop without per-box tests, taken when the first,
     second and last boxes fit (on CUDA; emit/cpp.py)."""
-    from tilewarp.block.storage import plan
+    from tilewarp.tiling.storage import plan
     from tilewarp.emit import emit_module
     from tilewarp.emit.block import BlockShape
 
@@ -396,7 +396,7 @@ def over(a: wp.array2d(dtype=wp.{dtype}), b: wp.array2d(dtype=wp.{dtype}), c: wp
     (100, False, 227, 1),  # no room for two stages: loads stay where they are
 ])
 def test_prefetch_stages_fit_the_device(stage_kb, alone, limit_kb, stages):
-    from tilewarp.block.prefetch import stages_for
+    from tilewarp.tiling.prefetch import stages_for
 
     assert stages_for(stage_kb * 1024, alone, limit_kb * 1024) == stages
 
@@ -404,7 +404,7 @@ def test_prefetch_stages_fit_the_device(stage_kb, alone, limit_kb, stages):
 def test_bfloat16_operands_and_gradients(device, rng):
     """bfloat16 a, b into a float32 tile (Warp: forward only): products exact in float32 and the
     operands' gradients G B^T, A^T G rounded to bfloat16."""
-    from tilewarp.types import bf16_values
+    from tilewarp.language.types import bf16_values
 
     mod = load_module('''
 import WP as wp
@@ -431,7 +431,7 @@ def product(a: wp.array2d(dtype=wp.bfloat16), b: wp.array2d(dtype=wp.bfloat16), 
 def test_loop_writing_arrays_keeps_its_loads_in_place(device, rng):
     """A K loop that stores into the array it loads from (each step reads the row the previous one
     wrote) must not run its loads ahead: the result is the serial one."""
-    from tilewarp.block.storage import plan
+    from tilewarp.tiling.storage import plan
 
     mod = load_module('''
 import WP as wp
@@ -487,7 +487,7 @@ def test_loaded_tile_used_after_the_product_waits_for_it():
     """A K loop that also touches an operand tile after the product (here writes an element) keeps its wgmma
     products synchronous: the loaded buffers are not left to a product still reading them while
     other code runs on them."""
-    from tilewarp.block.storage import plan
+    from tilewarp.tiling.storage import plan
 
     mod = load_module('''
 import WP as wp

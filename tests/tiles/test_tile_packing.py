@@ -10,11 +10,11 @@ import pytest
 
 import tilewarp as wp
 from tilewarp.emit.block import PACK
-from tilewarp.pipeline import CompiledKernel, source_mark
+from tilewarp.api.pipeline import CompiledKernel, source_mark
 
 BD = 64
 ROW = 128
-ROWS = 1027  # more blocks than runtime/tiled.py MANY_BLOCKS (one warp a block), not a multiple of PACK
+ROWS = 1027  # more blocks than runtime/block_shape.py MANY_BLOCKS (one warp a block), not a multiple of PACK
 
 
 @wp.kernel
@@ -56,7 +56,7 @@ def wide_rows_through_shared(a: wp.array2d(dtype=wp.float64), out: wp.array2d(dt
 
 def _pack(kernel, dim) -> int:
     from tilewarp.emit import emit_module
-    from tilewarp.runtime.tiled import block_shape
+    from tilewarp.runtime.block_shape import block_shape
 
     return source_mark(emit_module(kernel.ir_for(BD), None, block_shape(kernel, dim, BD)), "tile blocks per CUDA block")
 
@@ -71,7 +71,7 @@ def test_light_one_warp_blocks_of_a_large_launch_are_packed():
 
 
 def test_a_packed_launch_covers_every_block_with_whole_cuda_blocks():
-    from tilewarp.runtime.tiled import block_shape
+    from tilewarp.runtime.block_shape import block_shape
 
     shape = block_shape(row_stats, (ROWS, BD), BD)
     assert shape.threads == 32

@@ -1,4 +1,4 @@
-"""Repeated launches of tile kernels (runtime/tiled.py ``remember``): a plain launch made before is
+"""Repeated launches of tile kernels (runtime/launch.py, remembered plans): a plain launch made before is
 one argument packing and one submit, and still sees new arrays, debug mode, verify_fp and Tapes."""
 from typing import Any
 

@@ -5,7 +5,7 @@ launch's backward, that the arrays it read still hold what it read.
 """
 from __future__ import annotations
 
-from .. import types as T
+from ..language import types as T
 from ..ir import nodes as ir
 
 # builtins that write or read the array that is their first argument: one element of it a lane...

@@ -18,11 +18,14 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from .. import types as T
+from ..language import types as T
 from ..builtins import Builtin, BuiltinTypeError
 from ..errors import KernelTypeError
 from ..frontend import Lowerer, get_source
+from ..frontend.function import Function
+from ..language import generics
 from ..ir import nodes as ir
+from .prepare import carries_gradient
 
 
 class _Adjoint:
@@ -42,8 +45,6 @@ adjoint = _Adjoint()
 
 def _has_adjoint(t) -> bool:
     """Parameters of type ``t`` get a slot the grad body writes (arrays get their gradient array)."""
-    from ..emit.adjoint import carries_gradient
-
     return carries_gradient(t) and not T.is_array(t)
 
 
@@ -58,9 +59,7 @@ def _decorator_loc(fn, what: str):
 
 def _parameters(fn, src) -> list:
     """``(name, type, ast.arg)`` of each parameter; every one needs a concrete annotation."""
-    from .. import generics
-    from ..kernel import Function
-
+    
     params = Function(fn).parameters()
     out = []
     for (name, t, _), node in zip(params, src.tree.args.args):
@@ -72,8 +71,7 @@ def _parameters(fn, src) -> list:
 
 
 def _check_target(forward_fn, fn, what: str):
-    from ..kernel import Function
-
+    
     src, loc = _decorator_loc(fn, what)
     if not isinstance(forward_fn, Function):
         name = getattr(forward_fn, "__name__", None) or getattr(forward_fn, "name", "?")
@@ -120,7 +118,7 @@ class CustomGrad:
     def ir(self, f_ir) -> ir.Function:
         """The body as a function of (f's parameters, adjoints of f's results, gradient arrays)."""
         if self._ir is None:
-            from ..emit import names
+            from ..language import names
 
             lw = _GradLowerer(self, f_ir, names.function(self.fn.__name__, f"{self.fn.__module__}."
                                                          f"{self.fn.__qualname__}#grad"))
@@ -277,8 +275,7 @@ def func_replay(forward_fn):
     types) wherever a backward pass replays a call of it."""
 
     def register(replay_fn):
-        from ..kernel import Function
-
+        
         src, loc = _check_target(forward_fn, replay_fn, "func_replay")
         params = _parameters(replay_fn, src)
         f = _matching_overload(forward_fn, params, src, loc, "func_replay")
@@ -334,8 +331,7 @@ def grad(func) -> GradWrapper:
     """The gradient of a ``@wp.func`` or builtin: ``wp.grad(f)(x, y)`` in kernel code gives
     ``(df/dx, df/dy)`` (one value for a single parameter) for an adjoint of one in every component of
     f's result. It is forward code: no gradient flows through it in a backward pass."""
-    from ..kernel import Function
-
+    
     if not isinstance(func, (Function, Builtin)):
         raise TypeError(f"wp.grad() takes a @wp.func function or a builtin, got {type(func).__name__}")
     return GradWrapper(func)
@@ -343,8 +339,7 @@ def grad(func) -> GradWrapper:
 
 def _lower_wp_grad(lw, node):
     """``wp.grad(f)`` in kernel code: a compile-time GradWrapper."""
-    from ..kernel import Function
-
+    
     if len(node.args) != 1 or node.keywords:
         raise KernelTypeError("wp.grad() takes one function: wp.grad(f)(x)", lw.src.loc(node))
     target = lw.visit(node.args[0])
@@ -368,15 +363,11 @@ class GradTarget:
         return f"grad {getattr(self.func, 'name', self.func)}"
 
 
-def _grad_emit(args, template):
-    from ..emit.custom import grad_call
-
-    return grad_call(args, template[0])
-
-
-#: ``wp.grad(f)(args)``: no gradient flows through it (Warp treats it as a constant as well)
+#: ``wp.grad(f)(args)``: no gradient flows through it (Warp treats it as a constant as well); its C++
+#: (f's adjoint called on zeroed gradients) is printed by emit/custom.py: grad_call
 GRAD = Builtin("grad", lambda args, template: _gradient_type(template[0].arg_types), "", differentiable=False,
-               emit=_grad_emit)
+               emit=lambda args, template: GRAD_CALL[0](args, template[0]))
+GRAD_CALL: list = [None]  # filled by emit/custom.py at import
 
 
 def _gradient_type(types):
@@ -385,8 +376,7 @@ def _gradient_type(types):
 
 def _lower_grad_call(lw, target, node):
     from ..frontend.funcs import bind_call
-    from ..kernel import Function
-
+    
     loc = lw.src.loc(node)
     if isinstance(target, Function):
         func, args = bind_call(lw, target, node)

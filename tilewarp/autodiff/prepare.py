@@ -20,9 +20,21 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from .. import types as T
+from ..language import types as T
 from ..builtins.registry import Builtin
 from ..ir import nodes as ir
+
+
+def carries_gradient(t) -> bool:
+    """Values of type ``t`` have adjoints that are accumulated (arrays' adjoints are not)."""
+    if T.is_tile(t):
+        return T.is_struct(t.dtype) or T.is_float(T.scalar_of(t.dtype))
+    if isinstance(t, T.TupleType):
+        return any(carries_gradient(e) for e in t.types)
+    if T.is_struct(t):
+        return True
+    return T.is_float(T.scalar_of(t)) if (T.is_scalar(t) or T.is_composite(t)) else False
+
 
 # !(a || b || ...) over exit flags (internal; never visible to users)
 NONE_OF = Builtin("_none_of", lambda args, template: T.bool_, "", differentiable=False,

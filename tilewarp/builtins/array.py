@@ -1,7 +1,7 @@
 """Array access, launch indices, atomics and debug-build checks (``assert``)."""
 from __future__ import annotations
 
-from .. import types as T
+from ..language import types as T
 from .registry import Builtin, fail, names, register
 
 
@@ -131,7 +131,7 @@ def _tid(args, template):
 
 def _tid_cpp(args, template):
     k, n = template
-    from ..emit.names import block_tids, lane_tids, launch_ndim
+    from ..language.names import block_tids, lane_tids, launch_ndim
 
     if (k, n) in lane_tids():  # a block kernel's: the first lane's value plus the lane's index
         return f"tw::coordinate(tw_tid_{k}_{n} + (int32_t)(task - tw_base))"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import builtins as py
 
-from .. import types as T
+from ..language import types as T
 from .registry import Builtin, fail, names, register
 
 #: Warp caps printf's variadic arguments at 32

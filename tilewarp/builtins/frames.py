@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from .. import types as T
+from ..language import types as T
 from .registry import Builtin, fail, names, register
 from .spatial import _dtype_of, _rotate, _signature
 

@@ -6,7 +6,7 @@ output-argument form (``wp.svd3(A, U, sigma, V)`` assigns the local variables U,
 """
 from __future__ import annotations
 
-from .. import types as T
+from ..language import types as T
 from .registry import Builtin, fail, names, register
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from .. import types as T
+from ..language import types as T
 from .registry import Builtin, fail, register
 
 #: buffers beyond this many elements belong in a global array (local memory spills on GPUs)
@@ -26,7 +26,7 @@ def _local_zeros(args, template):
 
 
 def _cpp(args, template):
-    from ..emit import names
+    from ..language import names
 
     dtype, shape, site = template
     extents = ", ".join(map(str, shape))
@@ -34,7 +34,7 @@ def _cpp(args, template):
 
 
 def _storage(template):
-    from ..emit import names
+    from ..language import names
 
     dtype, shape, site = template
     return f"{dtype._cpp_} {names.local_buffer(site)}[{math.prod(shape)}]"

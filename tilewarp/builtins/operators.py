@@ -1,7 +1,7 @@
 """Python operators (``+ - * / // % ** @``, comparisons, bit operations) as builtins."""
 from __future__ import annotations
 
-from .. import types as T
+from ..language import types as T
 from .registry import Builtin, arity, fail, names, numeric, register, returns
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import types as T
+from ..language import types as T
 from .registry import Builtin, fail, names, register
 
 U32 = np.uint32

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .. import types as T
+from ..language import types as T
 
 
 class BuiltinTypeError(Exception):
@@ -49,10 +49,8 @@ class Builtin:
     storage: Callable | None = None
 
     def __call__(self, *args, **kwargs):
-        if self.host is None:  # the kernel implementation, run on the CPU (tilewarp/host_calls.py)
-            from ..host_calls import call
-
-            return call(self, args, kwargs)
+        if self.host is None:  # the kernel implementation, run on the CPU (api/host_calls.py)
+            return HOST_CALL[0](self, args, kwargs)
         return self.host(*args, **kwargs)
 
     def __repr__(self):
@@ -60,6 +58,24 @@ class Builtin:
 
 
 REGISTRY: dict[str, Builtin] = {}
+
+#: builtins kernel code reaches through Python syntax (operators, subscripts, constructors, tuples):
+#: not exported as ``wp.<name>``, except the operators Warp also has as functions (``wp.add``, ...)
+SYNTAX_ONLY = frozenset({
+    "matmul", "eq", "ne", "lt", "le", "gt", "ge", "bool_not", "construct", "extract", "with_component",
+    "extract_row", "with_row", "load", "view", "store", "store_component", "shape", "cast", "make_tuple",
+    "tuple_get", "struct_new", "struct_get", "struct_set"})
+
+
+def public(name: str):
+    """The builtin Warp scripts call as ``wp.<name>``, else None."""
+    b = REGISTRY.get(name)
+    return b if b is not None and name not in SYNTAX_ONLY else None
+
+
+#: how a builtin called from Python runs: api/host_calls.py installs ``call(builtin, args, kwargs)``,
+#: which compiles a one-thread kernel (the API layer sits above this table)
+HOST_CALL: list = [None]
 
 
 def register(*entries: Builtin) -> None:

@@ -6,7 +6,7 @@ left out is ``SLICE_NONE``), and the view's dimension count. C++ in ``native/run
 """
 from __future__ import annotations
 
-from .. import types as T
+from ..language import types as T
 from .array import LOCATED
 from .registry import Builtin, fail, names, register
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import types as T
+from ..language import types as T
 from .registry import Builtin, BuiltinTypeError, fail, names, register
 
 

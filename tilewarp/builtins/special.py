@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from .. import types as T
+from ..language import types as T
 from .registry import Builtin, arity, fail, names, numeric, register, returns
 
 _float1 = arity(1)(numeric(kinds=("float",)))

@@ -1,8 +1,8 @@
 """``@wp.struct`` values: construction, field reads and field updates (value semantics)."""
 from __future__ import annotations
 
-from .. import types as T
-from ..structs import cpp_field
+from ..language import types as T
+from ..language.structs import cpp_field
 from .registry import Builtin, fail, names, register
 
 

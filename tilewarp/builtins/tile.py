@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import types as T
+from ..language import types as T
 from .registry import Builtin, fail, names, register
 
 #: tile entries whose operands are read at elements other than those a lane owns
@@ -605,7 +605,7 @@ def _entries():
     return E + memory_entries() + linalg_entries()
 
 
-from .tile_linalg import IN_PLACE, RESULTS as _LINALG_RESULTS, SHARED as _LINALG_SHARED, linalg_entries  # noqa: E402
+from .tile_linalg import (IN_PLACE, RESULTS as _LINALG_RESULTS, SHARED as _LINALG_SHARED, linalg_entries)  # noqa: E402
 from .tile_memory import _from_thread, memory_entries  # noqa: E402 (they use the helpers above)
 
 ENTRIES = _entries()

@@ -9,7 +9,7 @@ through them raises, while the FFTs, being linear, take their gradient in place 
 """
 from __future__ import annotations
 
-from .. import types as T
+from ..language import types as T
 from .registry import Builtin, fail
 from .tile import _tile
 

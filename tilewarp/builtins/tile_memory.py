@@ -2,7 +2,7 @@
 and the block-shared stack; the rest of the tile table is ``tile.py``, whose helpers these use."""
 from __future__ import annotations
 
-from .. import types as T
+from ..language import types as T
 from .registry import Builtin, fail, names
 from .tile import _into, _tile, tile_type
 

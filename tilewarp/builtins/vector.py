@@ -1,7 +1,7 @@
 """Vector and matrix builtins: construction, components, products, norms."""
 from __future__ import annotations
 
-from .. import types as T
+from ..language import types as T
 from .registry import Builtin, arity, fail, names, register, same
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from .. import config
 from ..errors import warn_user
+from ..language.names import MATHDX_MARK
 from . import cache
 from .options import Options
 
@@ -23,7 +25,7 @@ def _build_cpu(source: str, name: str, options: Options, work: Path) -> bytes:
 def _build_cuda(source: str, name: str, options: Options, work: Path) -> bytes:
     from . import nvrtc
 
-    mathdx = nvrtc.MATHDX_MARK in source  # tile_matmul through cuBLASDx (native/tile/dx.h)
+    mathdx = MATHDX_MARK in source  # tile_matmul through cuBLASDx (native/tile/dx.h)
     return nvrtc.compile_cubin(source, name, options.arch, defines={"TW_DX_SM": options.arch * 10} if mathdx else {},
                                debug=options.debug, fast_math=options.fast_math, source_dir=str(work),
                                extra_options=nvrtc.mathdx_options() if mathdx else ())
@@ -79,8 +81,6 @@ class _progress:
 
     @staticmethod
     def _say(message):
-        from .. import config
-
         if not config.quiet:
             print(f"tilewarp: {message}", flush=True)
 

@@ -27,6 +27,7 @@ try:
 except ImportError:  # not POSIX: no build locks
     fcntl = None
 
+from .. import config
 from ..errors import TileWarpError, warn_user
 from .paths import NATIVE_DIR
 
@@ -43,8 +44,6 @@ _folders_lock = threading.Lock()
 
 def _configured() -> tuple[Path, str]:
     """The cache folder asked for, and which setting asked (named in warnings)."""
-    from .. import config
-
     if config.kernel_cache_dir:
         return Path(config.kernel_cache_dir), "wp.config.kernel_cache_dir"
     if os.environ.get("TILEWARP_CACHE_DIR"):
@@ -104,10 +103,8 @@ def native_hash() -> str:
 
 
 def make_key(*parts: str) -> str:
-    from .. import __version__
-
     h = hashlib.sha256()
-    for part in (__version__, native_hash(), *parts):
+    for part in (config.version, native_hash(), *parts):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()
@@ -308,8 +305,6 @@ def building(key: str, what: str | None = None) -> "BuildLock":
 
 def lock_timeout() -> float:
     """``wp.config.lock_timeout``, else $TILEWARP_LOCK_TIMEOUT, else 60 seconds."""
-    from .. import config
-
     value = config.lock_timeout
     if value is None:
         value = os.environ.get("TILEWARP_LOCK_TIMEOUT") or DEFAULT_LOCK_TIMEOUT
@@ -388,8 +383,6 @@ def _holder(fd: int) -> str:
 
 def _acquire(fd: int, lock: Path, what: str) -> bool:
     """Poll for the lock (a blocking flock cannot time out) until ``lock_timeout()``; False: gave up."""
-    from .. import config
-
     timeout, start, delay, told = lock_timeout(), time.monotonic(), 0.005, False
     while True:
         try:

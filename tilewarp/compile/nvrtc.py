@@ -61,10 +61,6 @@ def _wheel_include_dirs() -> tuple[str, ...]:
     return tuple(out)
 
 
-#: the line of a generated module that uses cuBLASDx (emit/cpp.py writes it; it adds mathdx_options)
-MATHDX_MARK = "// tilewarp: cuBLASDx"
-
-
 @functools.lru_cache(maxsize=None)
 def mathdx_options() -> tuple[str, ...]:
     """NVRTC options of a module that uses cuBLASDx (native/tile/dx.h): the MathDx headers (and the

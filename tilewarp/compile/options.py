@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from .. import config
 
 
 @dataclass(frozen=True)
@@ -18,6 +19,4 @@ class Options:
 
 def current(target: str, arch: int = 0, block_dim: int = 256) -> Options:
     """Options from ``wp.config`` as they are now."""
-    from .. import config
-
     return Options(target, arch, config.mode == "debug", bool(config.fast_math), block_dim)

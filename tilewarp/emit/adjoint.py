@@ -15,28 +15,17 @@ from __future__ import annotations
 
 import dataclasses
 
-from .. import types as T
+from ..language import types as T
 from ..autodiff.access import own_element_arrays
 from ..autodiff.custom import replay_of
-from ..autodiff.prepare import Prepared
+from ..autodiff.prepare import Prepared, carries_gradient
 from ..errors import AutodiffError
 from ..ir import nodes as ir
-from . import names
+from ..language import names
 from .cpp import cpp_type, expression, ref
 
 #: checkpoints per level and levels of tw::rewind_t (linear cost up to CAP**LEVELS iterations)
 REWIND_CAP, REWIND_LEVELS = 16, 3
-
-
-def carries_gradient(t) -> bool:
-    """Values of type ``t`` have adjoints that are accumulated (arrays' adjoints are not)."""
-    if T.is_tile(t):
-        return T.is_struct(t.dtype) or T.is_float(T.scalar_of(t.dtype))
-    if isinstance(t, T.TupleType):
-        return any(carries_gradient(e) for e in t.types)
-    if T.is_struct(t):
-        return True
-    return T.is_float(T.scalar_of(t)) if (T.is_scalar(t) or T.is_composite(t)) else False
 
 
 def adj(v) -> str:
@@ -347,9 +336,9 @@ def emit_backward_module(kernel: ir.Function, backward: ir.Function, block=None)
     """The backward translation unit: forward functions (for the replay), their adjoints, and the
     backward kernel over ``backward``'s parameters (the kernel's, then one adjoint per parameter);
     per block (``emit/block_adjoint.py``) for a kernel that uses tiles."""
-    from .. import structs
+    from ..language import structs
     from ..autodiff.prepare import prepare
-    from ..block.lanes import uses_tiles
+    from ..tiling.lanes import uses_tiles
     from .block import BlockShape
     from .custom import backward_plan, definitions
 
@@ -390,7 +379,7 @@ def emit_backward_module(kernel: ir.Function, backward: ir.Function, block=None)
 
 def struct_accumulators(functions) -> list:
     """``tw::adj_accum`` for each @wp.struct ``functions`` use (inside the anonymous namespace)."""
-    from .. import structs
+    from ..language import structs
 
     out = ["}  // namespace", "", "namespace tw {"]
     for t in structs.in_dependency_order(_struct_types(functions)):
@@ -409,7 +398,7 @@ def _gradient_array_helpers(t) -> list:
     """``atomic_add`` and ``add`` on struct type ``t``, beside it (the array adjoints in
     native/runtime/array_adjoint.h find them by argument-dependent lookup): gradient arrays of
     structs accumulate field by field, as reads of struct arrays scatter into them."""
-    from .. import structs
+    from ..language import structs
 
     s = t._cpp_
     fields = [structs.cpp_field(f) for f, ft in t._tw_fields_.items()
@@ -422,7 +411,7 @@ def _gradient_array_helpers(t) -> list:
 def _array_field_helpers(t) -> list:
     """``adj_take_arrays`` (the replay sets an adjoint struct's gradient arrays) and ``adj_clear``
     (zero the accumulated fields, keep the arrays) for struct type ``t``; nested structs recurse."""
-    from .. import structs
+    from ..language import structs
 
     take, zero = [], []
     for f, ft in t._tw_fields_.items():

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import types as T
-from ..block.lanes import Lanes, analyse
-from ..block.prefetch import pure_scalar
-from ..block.storage import Storage, plan, tile_bytes
+from ..language import types as T
+from ..tiling.lanes import Lanes, analyse
+from ..tiling.prefetch import pure_scalar
+from ..tiling.storage import Storage, plan, tile_bytes
 from ..builtins.tile import ELEMENT, INTO, VARYING_ARGS
 from ..errors import KernelSyntaxError
 from ..ir import nodes as ir
-from . import names
+from ..language import names
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ PACK_SHARED = 1024
 
 def pack_factor(fn: ir.Function, storage: Storage, lanes: Lanes, block: BlockShape, combines: bool) -> int:
     """Tile blocks per CUDA block (TW_PACK, native/tile/tile.h). A launch of many blocks whose
-    blocks were narrowed to one warp each (runtime/tiled.py cuda_threads) is held to 32 resident
+    blocks were narrowed to one warp each (runtime/block_shape.py cuda_threads) is held to 32 resident
     warps an SM by the CUDA block limit; PACK of them per CUDA block, at 32 registers a thread,
     fill the SM (64 warps) and keep twice the loads in flight: the row-sum seed on an H100 0.0252 ->
     0.0242 ms, 89.7 -> 93 % of copy (benchmarks/RESULTS.md). Only for light kernels: little

@@ -12,14 +12,15 @@ adjoints it reads, so the total is exact.
 """
 from __future__ import annotations
 
-from .. import types as T
-from ..block.lanes import analyse
-from ..block.storage import ALIGN, choose, tile_bytes
+from ..language import types as T
+from ..tiling.lanes import analyse
+from ..tiling.storage import ALIGN, choose, tile_bytes
 from ..builtins.tile import INTO, MUTATES, VIEWS
 from ..errors import AutodiffError
 from ..ir import nodes as ir
-from . import names
-from .adjoint import REWIND_CAP, REWIND_LEVELS, AdjointPrinter, carries_gradient
+from ..language import names
+from ..autodiff.prepare import carries_gradient
+from .adjoint import REWIND_CAP, REWIND_LEVELS, AdjointPrinter
 from .block import LaneGrouping, block_args, declare, prologue, tile_cpp
 from .cpp import expression, ref
 
@@ -94,7 +95,7 @@ class BlockAdjointPrinter(LaneGrouping, AdjointPrinter):
     def _layout(self, shared):
         """Shared primal tiles, then shared adjoints, each with its own bytes (the reverse pass reads
         primals long after the replay wrote them)."""
-        from ..block.storage import Storage, aliases
+        from ..tiling.storage import Storage, aliases
 
         self.storage, self.adj_storage, offset = Storage(shared=shared), Storage(shared=shared), 0
         aliases(self.whole, self.storage)

@@ -5,16 +5,16 @@ import math
 
 import numpy as np
 
-from .. import structs
-from .. import types as T
+from ..language import structs
+from ..language import types as T
 from ..builtins.array import LOCATED, emit_located
 from ..ir import nodes as ir
-from . import names
-from ..block.combine import combined_atomics, folded_sums, is_call
-from ..block.streaming import streams_reads
+from ..language import names
+from ..language.names import MATHDX_MARK
+from ..tiling.combine import combined_atomics, folded_sums, is_call
+from ..tiling.streaming import streams_reads
 from .block import (LaneGrouping, block_analysis, block_args, declare, deferred_struct, into_expression, loads_in_flight,
                     prologue, blocks_per_sm, pack_factor)
-from ..compile.nvrtc import MATHDX_MARK
 from .block import constants as block_constants
 from .block import entry as block_entry
 
@@ -25,7 +25,7 @@ def emit_module(kernel: ir.Function, sites=None, block=None, mathdx: bool = Fals
     With ``sites`` (an ``emit.sites.SiteTable``, debug builds) every checked array access and
     ``assert`` carries its site number, and the table records what each number means. A kernel
     that uses tiles is emitted per block (``emit/block.py``) for ``block`` (a ``BlockShape``)."""
-    from ..block.lanes import uses_tiles
+    from ..tiling.lanes import uses_tiles
     from .block import BlockShape
     from .custom import definitions, forward_plan
 

@@ -10,10 +10,10 @@ before the definitions.
 """
 from __future__ import annotations
 
-from .. import types as T
-from ..autodiff.custom import GRAD, custom_grad_of, replay_of
+from ..language import types as T
+from ..autodiff.custom import GRAD, GRAD_CALL, custom_grad_of, replay_of
 from ..ir import nodes as ir
-from . import names
+from ..language import names
 from .cpp import _Printer, cpp_type
 
 
@@ -147,3 +147,6 @@ def grad_call(args: list, target) -> str:
     else:
         result = f"tw::make_tuple<{', '.join(map(cpp_type, target.arg_types))}>({', '.join(grads)})"
     return f"[&]() {{ {decl} {call}; return {result}; }}()"
+
+
+GRAD_CALL[0] = grad_call  # wp.grad(f)(args) in forward code prints through this module

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import types as T
+from ..language import types as T
 from ..ir import nodes as ir
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import ast
 import builtins as py
 
-from .. import types as T
-from ..builtins import Builtin
+from ..language import types as T
+from ..builtins import REGISTRY, Builtin
 from ..builtins.operators import BINARY
 from ..builtins.params import bind
 from ..builtins.random import ADVANCE, PARAMS
@@ -34,7 +34,7 @@ def lower_call(lw, node: ast.Call):
         return evaluate(lw, node.args[0], node)
     if getattr(func, "_tw_specialize", None) is not None:
         return call_user_function(lw, func, node)
-    lower = getattr(func, "_tw_lower_call", None)  # wp.grad and what it returns (autodiff/custom.py)
+    lower = getattr(func, "_tw_lower_call", None)  # wp.grad (autodiff/custom.py), wp.zeros (runtime/array.py)
     if lower is not None:
         return lower(lw, node)
     special = composite_call(lw, func, node)  # wp.vector(..), wp.quat(x=..), wp.identity(3, float), ...
@@ -57,13 +57,9 @@ def lower_call(lw, node: ast.Call):
     if func is py.len:
         return _len(lw, node)
     if func in PY_BUILTINS:
-        func = REGISTRY_LOOKUP(PY_BUILTINS[func])
+        func = REGISTRY[PY_BUILTINS[func]]
     if isinstance(func, Builtin):
         return _builtin(lw, func, node)
-    if func is _host_zeros():  # wp.zeros(shape, dtype) in a kernel: a fixed-size local array
-        from .local_arrays import local_zeros
-
-        return local_zeros(lw, node)
     if type(func).__name__ == "NativeFunction":
         raise KernelTypeError(f"{func.__name__}() is a wp.func_native (C++ source) function: tilewarp compiles "
                               "Python kernel code only", loc)
@@ -77,18 +73,6 @@ _NONE = object()
 def _position(node) -> tuple:
     """Where a call is in the function's source (``f(x)(y)`` starts where ``f(x)`` does, ends later)."""
     return node.lineno, node.col_offset, node.end_lineno, node.end_col_offset
-
-
-def _host_zeros():
-    from ..runtime.array import zeros
-
-    return zeros
-
-
-def REGISTRY_LOOKUP(name):
-    from ..builtins import REGISTRY
-
-    return REGISTRY[name]
 
 
 def _no_keywords(lw, node, what):

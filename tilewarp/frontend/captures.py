@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import builtins
 
-from .. import types as T
+from ..language import types as T
 
 _MISSING = object()
 

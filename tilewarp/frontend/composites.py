@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from .. import types as T
+from ..language import types as T
 from ..builtins import Builtin
 from ..builtins.spatial import TRANSFORM_PARTS
 from ..builtins.vector import component_builtin

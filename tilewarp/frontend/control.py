@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 import builtins as py
 
-from .. import types as T
+from ..language import types as T
 from ..builtins.random import ADVANCE
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir import nodes as ir

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import inspect
 
-from .. import generics
-from .. import types as T
+from ..language import generics
+from ..language import types as T
 from ..errors import KernelTypeError
 
 

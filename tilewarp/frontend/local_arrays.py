@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ast
 
-from .. import types as T
+from ..language import types as T
 from ..errors import KernelTypeError
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 import ast
 import builtins as py
 
-from .. import types as T
+from ..language import types as T
 from ..builtins import REGISTRY, Builtin, BuiltinTypeError
+from ..builtins.registry import public
 from ..builtins.operators import BINARY, COMPARE, UNARY
 from ..builtins.vector import component_builtin
 from .tiles import ELEMENTWISE as TILE_ELEMENTWISE
@@ -556,13 +557,9 @@ def _composite_attribute(t, attr):
 
 def _builtin_name(name: str):
     """As in Warp, kernel code may name a builtin or a vector/matrix type without ``wp.`` when no
-    global of that name hides it (``expect_eq(a, b)``, ``vec3(x)``)."""
-    import tilewarp
-
-    if name in REGISTRY and getattr(tilewarp, name, None) is REGISTRY[name]:
-        return REGISTRY[name]
-    obj = getattr(tilewarp, name, MISSING)
-    return obj if isinstance(obj, type) and (T.is_scalar(obj) or T.is_composite(obj)) else MISSING
+    global of that name hides it (``expect_eq(a, b)``, ``vec3(x)``): the names ``wp.`` exports."""
+    b = public(name)
+    return b if b is not None else T.PUBLIC_TYPES.get(name, MISSING)
 
 
 def _describe(obj) -> str:

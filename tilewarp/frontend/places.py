@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 
-from .. import types as T
+from ..language import types as T
 from ..builtins.vector import component_builtin
 from ..errors import KernelSyntaxError, KernelTypeError
 

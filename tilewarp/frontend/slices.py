@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from .. import types as T
+from ..language import types as T
 from ..builtins.slicing import SLICE_NONE
 from ..errors import KernelTypeError
 

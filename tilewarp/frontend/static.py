@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import builtins as py
 
-from .. import types as T
+from ..language import types as T
 from ..errors import KernelTypeError
 from ..ir import nodes as ir
 
@@ -133,7 +133,7 @@ def _unsupported(value, where="") -> str | None:
         return "None is returned"
     if isinstance(value, StaticLocal):
         return f"the kernel variable '{value._name}' itself (use it without wp.static)"
-    if T.is_array(py.type(value)) or _is_host_array(value):
+    if T.is_array(py.type(value)) or isinstance(value, T.host_array):
         return "a Warp array cannot be created inside Warp kernels" + (f" at {where}" if where else "")
     if T.is_struct(py.type(value)):
         inner = _struct_problem(value, py.type(value).__name__)
@@ -158,12 +158,6 @@ def _struct_problem(value, where: str) -> str | None:
     return None
 
 
-def _is_host_array(value) -> bool:
-    from ..runtime.array import array
-
-    return isinstance(value, array)
-
-
 def _kernel_usable(value) -> bool:
     """Values a kernel can use: Python and numpy numbers and containers, kernel scalars, vectors and
     matrices, and anything callable or a type or module (functions, builtins, ``wp``, ``wp.vec3``)."""
@@ -179,6 +173,14 @@ def _kernel_usable(value) -> bool:
     return callable(value)
 
 
+def static(expr):
+    """Inside kernels: evaluate ``expr`` in Python when the kernel is compiled (Warp's ``wp.static``)."""
+    return expr
+
+
+static.__tw_static__ = True
+
+
 def resolve_at_declaration(fn):
     """Warp evaluates each ``wp.static(...)`` when the kernel or function is declared, where it reads
     only module-level and closure names: so a side-effecting expression runs once, and the value is
@@ -186,7 +188,6 @@ def resolve_at_declaration(fn):
     ``Source`` with those values (by call position) in ``static_values``, or None when it has none.
     Expressions reading a local variable, or that fail now (a name defined later), are left to the
     compile, which evaluates them then and reports their errors at the user's line."""
-    from ..kernel import static
     from .captures import _MISSING, lookup
     from .source import get_source
 

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from .. import types as T
+from ..language import types as T
 from ..errors import KernelTypeError
 from .tiles import _convert, constant, int_or
 

@@ -1,7 +1,7 @@
 """Scalar operations given tiles (beyond Warp): ``a @ b``, comparisons, ``wp.exp(t)``, ``acc += a @ b``."""
 from __future__ import annotations
 
-from .. import types as T
+from ..language import types as T
 from ..errors import KernelTypeError
 from ..ir import nodes as ir
 from .tiles import ELEMENTWISE, _matmul, is_tile_call, map_values, tile_operator

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import builtins as py
 
-from .. import types as T
+from ..language import types as T
 from ..builtins import REGISTRY
 from ..builtins.tile import ElementOp
 from ..builtins.tile_linalg import IN_PLACE, RESULTS as LINALG_RESULTS

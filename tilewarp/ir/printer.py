@@ -1,7 +1,7 @@
 """A readable text dump of the IR (``TILEWARP_DUMP=1`` and golden tests)."""
 from __future__ import annotations
 
-from .. import types as T
+from ..language import types as T
 from . import nodes as ir
 
 

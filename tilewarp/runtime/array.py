@@ -13,11 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import structs
-from .. import types as T
+from ..language import structs
+from ..language import types as T
 from ..errors import LaunchError
 from .device import Device, get_device
-from . import array_ops, copy_adjoint, host_views
+from ..frontend.local_arrays import local_zeros
+from . import copy_adjoint, host_views
 
 
 class _Allocation:
@@ -486,7 +487,7 @@ class array:
         return view
 
 
-array_ops.install(array)  # a + b, a * 2.0, -a, a += b: elementwise kernels (array_ops.py)
+T.register_host_array(array)  # the language and compiler layers recognise launch values by it
 
 
 def _strided_copy(dst: array, src: array):
@@ -588,6 +589,9 @@ def _like(src: array, device, requires_grad):
 
 def empty_like(src: array, device=None, requires_grad=None, pinned=False, retain_grad=False) -> array:
     return empty(**_like(src, device, requires_grad), pinned=pinned, retain_grad=retain_grad)
+
+
+zeros._tw_lower_call = local_zeros  # wp.zeros(shape, dtype) in kernel code: a fixed-size local array
 
 
 def zeros_like(src: array, device=None, requires_grad=None, pinned=False, retain_grad=False) -> array:

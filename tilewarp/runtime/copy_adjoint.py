@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from .. import types as T
+from ..language import types as T
 from . import tape_state
 
 

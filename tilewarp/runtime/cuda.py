@@ -141,7 +141,7 @@ def _load_native():
     lib.tw_cuda_launch.argtypes, lib.tw_cuda_launch.restype = [vp, vp, i64, i64], ctypes.c_int
     lib.tw_cuda_launch_on.argtypes, lib.tw_cuda_launch_on.restype = [vp, vp, i64, i64, vp], ctypes.c_int
     lib.tw_cuda_submit.argtypes, lib.tw_cuda_submit.restype = [vp, ctypes.c_char_p], ctypes.c_int
-    from .. import types as T
+    from ..language import types as T
 
     if T.LaunchBounds.size.offset != 24:  # tw_cuda_submit reads the task count there
         return None

@@ -12,7 +12,7 @@ import ctypes
 
 import numpy as np
 
-from .. import types as T
+from ..language import types as T
 from ..autodiff.access import param_access
 from ..errors import KernelRuntimeError
 from ..ir import nodes as ir

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import types as T
+from ..language import types as T
 from .array import array
 from .device import get_device
 

@@ -12,7 +12,7 @@ import ctypes
 
 import numpy as np
 
-from .. import types as T
+from ..language import types as T
 from .array import array
 from .device import get_device
 

@@ -27,7 +27,7 @@ import threading
 import weakref
 
 from .. import config
-from .. import types as T
+from ..language import types as T
 from ..compile.paths import NATIVE_DIR
 
 #: ``launch(kernel, dim, inputs, outputs, device, block_dim) -> bool`` of the loaded extension, or

@@ -5,10 +5,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import types as T
-from .errors import TapeError
-from .runtime import tape_state
-from .runtime.array import array
+from ..language import types as T
+from ..errors import TapeError
+from ..runtime import tape_state
+from ..runtime.array import array
+from ..runtime.launch import launch
 
 
 @dataclass(eq=False)
@@ -104,8 +105,6 @@ class Tape:
         """Gradients of ``loss`` (a one-element array; its gradient is seeded with 1) or of the
         outputs in ``grads`` ({array: seed gradient}) with respect to every recorded array; with
         neither, the outputs' ``.grad`` as they are seed the pass (as in Warp)."""
-        from .runtime.launch import launch_adjoint
-
         if loss is not None:
             self._seed_loss(loss)
         for a, g in (grads or {}).items():
@@ -118,9 +117,8 @@ class Tape:
             if isinstance(entry, _HostStep):
                 entry.backward()
                 continue
-            launch_adjoint(entry.kernel, entry.dim, entry.inputs, entry.outputs,
-                           [self.get_adjoint(v) for v in entry.inputs],
-                           [self.get_adjoint(v) for v in entry.outputs], entry.device, None, entry.block_dim)
+            launch(entry.kernel, entry.dim, entry.inputs, entry.outputs, [self.get_adjoint(v) for v in entry.inputs],
+                   [self.get_adjoint(v) for v in entry.outputs], entry.device, adjoint=True, block_dim=entry.block_dim)
 
     def _check_inputs_intact(self):
         """Beyond Warp (NVIDIA/warp#1350): a launch's backward replays it from the arrays it read,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from . import config
+from .. import config
 
 #: Warp 1.19's module options and defaults (``get_module_options`` returns all of them).
 DEFAULTS = {
@@ -166,8 +166,8 @@ def _kernels_of(wanted) -> list:
 def _build(kernels, device) -> int:
     """Compile every non-generic kernel that uses no tiles (a tile kernel's code depends on the block
     size of its launch, so it is built by its first launch) for ``device``; returns how many."""
-    from .runtime.device import get_device, get_devices
-    from .runtime.tiled import uses_tiles
+    from ..runtime.device import get_device, get_devices
+    from ..runtime.block_shape import uses_tiles
 
     if device is None:  # every device, as Warp
         devices = list(get_devices())

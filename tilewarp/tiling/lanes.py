@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .. import types as T
+from ..language import types as T
 from ..builtins.tile import ELEMENT
 from ..errors import KernelTypeError
 from ..ir import nodes as ir

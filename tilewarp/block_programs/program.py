@@ -15,12 +15,13 @@ import threading
 
 import numpy as np
 
-from .. import types as T
+from ..language import types as T
 from ..errors import TileWarpError
 from ..frontend.source import Source, get_source
-from ..kernel import _DECLARED, Kernel
+from ..api.kernel import _DECLARED, Kernel
 from ..runtime.array import array
 from ..runtime.interop import from_dlpack
+from ..runtime.launch import launch_tiled
 from .refs import WP
 
 
@@ -116,7 +117,7 @@ def kernel_for(fn, body: list, params: dict, prebound: dict, program, label: str
     with _kernels_lock:
         k = _kernels.get(key)
         if k is None:
-            from ..emit import names
+            from ..language import names
 
             source = block_source(fn, body, list(params), prebound, program)
             # the key names the program across processes (tuning choices on disk are filed under it)
@@ -265,3 +266,9 @@ def wrap_body(fn, refs, grid, names, parallel, sequential, peel=False) -> list:
 
 __all__ = ["BlockSpecError", "BlockKernel", "kernel_for", "source_text", "as_array", "wp_dtype", "unwrap",
            "split_parameters", "wrap_body"]
+
+
+def launcher(kernel, blocks: int, block_dim: int, device):
+    """The plan's launch: a plain ``launch_tiled``, so from its second call on a remembered one (one
+    packing and one submit: runtime/launch.py) unless a Tape, debug mode or verify_fp asks for more."""
+    return lambda values: launch_tiled(kernel, dim=[blocks], inputs=values, block_dim=block_dim, device=device)

@@ -73,7 +73,7 @@ class ScopedTimer:
 
 
 def _synchronize():
-    from .runtime.device import synchronize
+    from ..runtime.device import synchronize
 
     synchronize()
 

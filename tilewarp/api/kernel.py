@@ -1,4 +1,5 @@
-"""Authoring: ``@kernel``, ``@func``, ``static`` — the objects users decorate functions with."""
+"""``@wp.kernel``: the Kernel object (lowered at first use, specialised per argument types when generic,
+compiled per device through api/pipeline.py) and ``wp.overload``. ``@wp.func`` is frontend/function.py."""
 from __future__ import annotations
 
 import ast
@@ -8,135 +9,15 @@ import sys
 import threading
 import weakref
 
-from . import generics
-from . import types as T
-from .emit import names
-from .errors import KernelError, KernelTypeError, LaunchError, TapeError
-from .frontend import Lowerer, get_source
-from .frontend.captures import collect as collect_captures
-from .frontend.static import resolve_at_declaration
-from .module_options import backward_setting, check_kernel_options, get_module, is_debug
-
-
-def _annotation_type(fn, name, annotation, loc_source):
-    """The kernel type of an annotation, its template when generic (``generics``), None when absent."""
-    if annotation is inspect.Parameter.empty:
-        return None
-    if isinstance(annotation, str):  # `from __future__ import annotations`: evaluate where it was written
-        src = loc_source()
-        try:
-            annotation = src.evaluate(ast.parse(annotation, mode="eval").body, {})
-        except Exception as e:
-            raise KernelTypeError(f"annotation {annotation!r} of parameter '{name}' cannot be evaluated: {e}",
-                                  src.loc(src.tree)) from None
-    template = generics.template(annotation)
-    if template is not None:
-        return template
-    try:
-        return T.value_type(annotation)
-    except TypeError as e:
-        src = loc_source()
-        raise KernelTypeError(f"parameter '{name}' of {fn.__name__}: {e}", src.loc(_annotation_node(src.tree, name))) \
-            from None
-
-
-def _annotation_node(tree, name):
-    """The AST of parameter ``name``'s annotation (errors point at it), else the function itself."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.arg) and node.arg == name and node.annotation is not None:
-            return node.annotation
-    return tree
-
-
-class Function:
-    """A ``@wp.func``: compiled once per distinct argument-type tuple, at its first call in a kernel."""
-
-    def __init__(self, fn):
-        functools.update_wrapper(self, fn)
-        self.fn = fn
-        self._source = resolve_at_declaration(fn)  # None (read at first use) unless it has wp.static()s
-        self._params = None
-        self._specializations: dict = {}
-        self._lock = threading.RLock()
-        self.overloads = [self]  # every @wp.func of this name in its scope, resolved by argument types
-        self._tag = ""  # tells the symbols of overloads apart
-        self.custom_grad = None  # @wp.func_grad of this overload (autodiff/custom.py)
-        self.custom_replay = None  # @wp.func_replay of this overload
-
-    def source(self):
-        if self._source is None:
-            self._source = get_source(self.fn)
-        return self._source
-
-    def parameters(self) -> list:
-        """``(name, type or template, or None when unannotated, default)`` per parameter."""
-        if self._params is None:
-            sig = inspect.signature(self.fn)
-            self._params = [(p.name, _annotation_type(self.fn, p.name, p.annotation, self.source), p.default)
-                            for p in sig.parameters.values()]
-        return self._params
-
-    @property
-    def is_generic(self) -> bool:
-        return any(t is None or generics.is_generic(t) for _, t, _ in self.parameters())
-
-    def _signature_key(self) -> tuple:
-        try:
-            return tuple(generics.describe(t) for _, t, _ in self.parameters())
-        except KernelError:  # not evaluable yet (a forward reference): compare the spelling
-            return tuple(repr(p.annotation) for p in inspect.signature(self.fn).parameters.values())
-
-    def _join(self, previous: "Function"):
-        """Take over ``previous``'s overloads; one with the same annotations is replaced (as in Warp)."""
-        key = self._signature_key()
-        overloads = [self if f._signature_key() == key else f for f in previous.overloads]
-        if self not in overloads:
-            overloads.append(self)
-        for k, f in enumerate(overloads):
-            f.overloads = overloads
-            f._tag = f"#{k}" if k else ""
-
-    def _tw_specialize(self, arg_types: tuple, loc):
-        with self._lock:
-            done = self._specializations.get(arg_types)
-            if done is _IN_PROGRESS:
-                raise KernelTypeError(f"recursive call of {self.fn.__name__}() is not supported", loc)
-            if done is not None:
-                return done
-            self._specializations[arg_types] = _IN_PROGRESS
-            try:
-                symbol = names.function(self.fn.__name__, f"{self.fn.__module__}.{self.fn.__qualname__}"
-                                        f"{self._tag}{[T.type_name(t) for t in arg_types]}")
-                params = dict(zip([p[0] for p in self.parameters()], arg_types))
-                result = Lowerer(self.source(), params, is_kernel=False, symbol=symbol).run()
-                result.origin = self
-            except BaseException:
-                del self._specializations[arg_types]
-                raise
-            self._specializations[arg_types] = result
-            return result
-
-    def __call__(self, *args, **kwargs):
-        """Called from Python, a func runs as the Python function it is (the overload the values fit)."""
-        if len(self.overloads) > 1:
-            for f in self.overloads:
-                if f._host_fits(args):
-                    return f.fn(*args, **kwargs)
-        return self.fn(*args, **kwargs)
-
-    def _host_fits(self, args) -> bool:
-        params = self.parameters()
-        for (_, t, _), value in zip(params, args):
-            try:
-                inferred = generics.infer(value)
-            except TypeError:
-                return False
-            if t is not None and not generics.matches(t, inferred):
-                return False
-        return len(args) <= len(params)
-
-
-_IN_PROGRESS = object()
+from ..language import generics
+from ..language import types as T
+from ..language import names
+from ..errors import KernelError, KernelSyntaxError, KernelTypeError, LaunchError, TapeError
+from ..frontend import Lowerer, get_source
+from ..frontend.captures import collect as collect_captures
+from ..frontend.function import _annotation_type
+from ..frontend.static import resolve_at_declaration
+from .module import backward_setting, check_kernel_options, get_module, is_debug
 
 
 class Kernel:
@@ -228,7 +109,7 @@ class Kernel:
     @property
     def default_block_dim(self) -> int:
         """The module's ``block_dim`` option (256), the block size ``kernel.ir`` is lowered for."""
-        from .module_options import option
+        from .module import option
 
         return int(option(self, "block_dim") or 256)
 
@@ -286,7 +167,7 @@ class Kernel:
 
     def add_overload(self, arg_types) -> "Kernel":
         """The specialisation for ``arg_types`` (a list, or a dict by parameter name), as ``wp.overload``."""
-        return self._specialize(generics.overload_types(self, arg_types))
+        return self._specialize(overload_types(self, arg_types))
 
     def get_overload(self, arg_types):
         return self._overloads.get(tuple(T.value_type(t) for t in arg_types))
@@ -346,8 +227,8 @@ class Kernel:
 
     def resources(self, dim, block_dim: int = 256, device=None, backward: bool = False) -> dict:
         """Shared memory (and, on CUDA, registers and spills) of one block of this kernel launched over
-        ``dim`` in blocks of ``block_dim`` lanes: see ``runtime/tiled.py: resources``."""
-        from .runtime.tiled import resources
+        ``dim`` in blocks of ``block_dim`` lanes: see ``runtime/block_shape.py: resources``."""
+        from ..runtime.block_shape import resources
 
         return resources(self, dim, block_dim, device, backward)
 
@@ -376,42 +257,76 @@ def declared_kernels(fn) -> list:
     return list(_DECLARED.get((fn.__module__, fn.__qualname__), ()))
 
 
-def func(f=None, **kwargs):
-    """Decorate a Python function as a kernel-callable function (``@wp.func``). A second ``@wp.func`` of
-    the same name in the same scope adds an overload: calls pick the one the argument types fit."""
-    scope = sys._getframe(1).f_locals  # where the decorated name is about to be bound
-    if f is None:
-        return lambda fn: _overloaded(Function(fn), scope)
-    return _overloaded(Function(f), scope)
+# ---- wp.overload: explicit specialisations of generic kernels ---------------------------------------
 
 
-def _overloaded(new: Function, scope) -> Function:
-    previous = scope.get(new.fn.__name__)
-    if isinstance(previous, Function) and (previous.fn.__qualname__, previous.fn.__module__) == (
-            new.fn.__qualname__, new.fn.__module__):
-        new._join(previous)
-    return new
+def overload_types(kernel, arg_types) -> tuple:
+    """The concrete argument types ``wp.overload(kernel, arg_types)`` asks for, checked against the
+    kernel's annotations (a dict names some parameters; the others keep their annotations)."""
+    src = kernel.source()
+    loc = src.loc(src.tree)
+    templates = kernel.templates()
+    if not kernel.is_generic:
+        raise KernelTypeError(f"only generic kernels can be overloaded: {kernel.key} has no generic parameter", loc)
+    if isinstance(arg_types, dict):
+        unknown = [n for n in arg_types if n not in templates]
+        if unknown:
+            raise KernelTypeError(f"kernel {kernel.key} has no parameter '{unknown[0]}'", loc)
+        given = [arg_types.get(n, t) for n, t in templates.items()]
+    elif isinstance(arg_types, (list, tuple)):
+        if len(arg_types) != len(templates):
+            raise KernelTypeError(f"kernel {kernel.key} takes {len(templates)} argument types, got {len(arg_types)}",
+                                  loc)
+        given = list(arg_types)
+    else:
+        raise TypeError("wp.overload() takes the argument types as a list or a dict")
+    types = []
+    for (name, tmpl), a in zip(templates.items(), given):
+        if generics.template(a) is not None:
+            raise KernelTypeError(f"argument '{name}' of kernel {kernel.key} cannot be generic, got {generics.describe(a)}", loc)
+        try:
+            t = T.value_type(a)
+        except TypeError as e:
+            raise KernelTypeError(f"argument '{name}' of kernel {kernel.key}: {e}", loc) from None
+        if not generics.matches(tmpl, t):
+            raise KernelTypeError(f"argument '{name}' of kernel {kernel.key} expects {generics.describe(tmpl)}, "
+                                  f"got {T.type_name(t)}", loc)
+        types.append(t)
+    return tuple(types)
 
 
-class NativeFunction:
-    """``@wp.func_native(snippet)``: a function written in C++/CUDA source. Accepted so scripts load;
-    calling one in a kernel is a located error (tilewarp compiles only Python kernel code)."""
-
-    def __init__(self, fn, snippet):
-        functools.update_wrapper(self, fn)
-        self.snippet = snippet
-
-    def __call__(self, *args, **kwargs):
-        raise RuntimeError(f"wp.func_native function {self.__name__}() runs only inside kernels")
-
-
-def func_native(snippet, adj_snippet=None, replay_snippet=None):
-    return lambda fn: NativeFunction(fn, snippet)
-
-
-def static(expr):
-    """Inside kernels: evaluate ``expr`` in Python when the kernel is compiled (Warp's ``wp.static``)."""
-    return expr
-
-
-static.__tw_static__ = True
+def overload(kernel, arg_types=None):
+    """``wp.overload(kernel, [types] or {name: type})`` -> the specialised kernel; as a decorator on a stub
+    ``def kernel(a: wp.array(dtype=float), ...): ...`` it adds that specialisation and returns the kernel."""
+    if isinstance(kernel, Kernel):
+        return kernel.add_overload([] if arg_types is None else arg_types)
+    if not inspect.isfunction(kernel):
+        raise TypeError(f"wp.overload() takes a generic kernel, got {type(kernel).__name__}")
+    stub = kernel
+    returns = inspect.signature(stub).return_annotation
+    if returns not in (inspect.Signature.empty, None, type(None), "None"):
+        raise TypeError(f"Return annotations are not allowed on @wp.overload stubs ({stub.__qualname__} returns "
+                        f"{returns!r}): kernels return nothing")
+    target = sys._getframe(1).f_locals.get(stub.__name__, stub.__globals__.get(stub.__name__))
+    if not isinstance(target, Kernel):  # the stub's def rebound the name: the kernel of that function
+        found = declared_kernels(stub)
+        if len(found) > 1:
+            raise RuntimeError(f"Ambiguous kernel lookup for the @wp.overload stub {stub.__qualname__}: "
+                               f"{len(found)} kernels ({', '.join(sorted(k.key for k in found))}) were declared "
+                               "from functions of that name; call wp.overload(kernel, arg_types) instead")
+        target = found[0] if found else None
+    if not isinstance(target, Kernel):
+        raise TypeError(f"wp.overload: there is no kernel named '{stub.__name__}' to overload")
+    src = get_source(stub)
+    for stmt in src.tree.body:
+        is_doc = isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and (
+            isinstance(stmt.value.value, str) or stmt.value.value is Ellipsis)
+        if not (is_doc or isinstance(stmt, ast.Pass)):
+            raise KernelSyntaxError("an overload stub's body is only '...', 'pass' or a docstring", src.loc(stmt))
+    types = []
+    for p in inspect.signature(stub).parameters.values():
+        if p.annotation is inspect.Parameter.empty:
+            raise KernelTypeError(f"overload stub parameter '{p.name}' needs a type annotation", src.loc(src.tree))
+        types.append(_annotation_type(stub, p.name, p.annotation, lambda: src))
+    target.add_overload(types)
+    return target

@@ -1,9 +1,15 @@
-"""Every mangled C++ name, so forward and (later) adjoint code always agree."""
+"""Every name in generated C++ (mangling), so the builtin table's C++ rules, the emitter, the
+compile step and the runtime's symbol lookups always agree; and the printing context the builtin
+table's rules read (which lanes and tid components the block being printed has), set by the emitter."""
 from __future__ import annotations
 
 import contextlib
 import hashlib
 import threading
+
+#: the line of a generated module that uses cuBLASDx (emit/cpp.py writes it; compile/ reads it and
+#: adds nvrtc.mathdx_options)
+MATHDX_MARK = "// tilewarp: cuBLASDx"
 
 _lanes = threading.local()  # ids of the per-lane values while a lane section is printed
 

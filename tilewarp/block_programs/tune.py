@@ -59,7 +59,7 @@ def device_name(device) -> str:
 def code_identity(kernel, device, blocks: int, block_dim: int) -> str:
     """A digest of the code ``kernel`` compiles to (at ``block_dim``): a choice remembered on disk is
     only reused for the same generated code, not after tilewarp's code generation has changed."""
-    from ..runtime.tiled import block_shape
+    from ..runtime.block_shape import block_shape
 
     compiled = kernel.compiled(device, block_shape(kernel, [blocks, block_dim], block_dim))
     return hashlib.sha256(compiled.source.encode()).hexdigest()[:16]
@@ -134,7 +134,7 @@ def seconds_per_run(run, device, budget: float = 0.002) -> float:
 
 def settle(key: str, choice, description: str, timings_ms: dict, spent: float, device, shown: str):
     """A tuning's outcome: remembered (memory and disk), kept in ``history``, logged."""
-    from ..pipeline import log
+    from ..api.pipeline import log
 
     remember(key, choice, description, timings_ms)
     history.append((key, choice, timings_ms, spent))
@@ -161,7 +161,7 @@ def block_dim_for(call, kernel, blocks, inputs, outputs, device, out_operands) -
     if not enabled():
         return rule_of_thumb(elements)
     from ..runtime.device import get_device
-    from ..runtime.tiled import launch_tiled
+    from ..runtime.launch import launch_tiled
 
     device = get_device(device)
     shapes = ";".join(f"{a.dtype.__name__}{tuple(a.shape)}" for a in [*inputs, *outputs])

@@ -13,8 +13,12 @@ import threading
 
 import numpy as np
 
-from . import types as T
-from .builtins.registry import BuiltinTypeError
+from ..builtins import registry
+from ..builtins.registry import BuiltinTypeError
+from ..language import types as T
+from ..runtime.array import array, zeros
+from ..runtime.launch import launch
+from .kernel import kernel as make_kernel
 
 _kernels: dict = {}  # (builtin name, argument types) -> (kernel, result types)
 _lock = threading.Lock()
@@ -44,9 +48,6 @@ def call(builtin, args, kwargs):
         raise RuntimeError(f"wp.{name}() can only be called inside a kernel or wp.func")
     types = tuple(value_type(a) for a in args)
     kernel, results = _kernel(builtin, types)
-    from .runtime.array import zeros
-    from .runtime.launch import launch
-
     outs = [zeros(1, dtype=r, device="cpu") for r in results]
     launch(kernel, dim=1, inputs=[*(a.value if isinstance(a, T.Scalar) else a for a in args), *outs], device="cpu")
     values = tuple(_python_value(o, r) for o, r in zip(outs, results))
@@ -62,15 +63,14 @@ def _kernel(builtin, types):
             except BuiltinTypeError as e:
                 raise TypeError(f"wp.{builtin.name}(): {e}") from None
             results = result.types if isinstance(result, T.TupleType) else () if result is None else (result,)
-            _kernels[key] = (_make_kernel(builtin.name, types, results), results)
+            _kernels[key] = (_make_kernel(builtin, types, results), results)
         return _kernels[key]
 
 
-def _make_kernel(name, types, results):
-    from .kernel import kernel as make_kernel
-
-    params = [f"a{k}: A{k}" for k in range(len(types))] + [f"out{k}: wp.array(dtype=R{k})" for k in range(len(results))]
-    call_text = f"wp.{name}({', '.join(f'a{k}' for k in range(len(types)))})"
+def _make_kernel(builtin, types, results):
+    name = builtin.name
+    params = [f"a{k}: A{k}" for k in range(len(types))] + [f"out{k}: array(dtype=R{k})" for k in range(len(results))]
+    call_text = f"F({', '.join(f'a{k}' for k in range(len(types)))})"
     if not results:
         body = f"    {call_text}\n"
     elif len(results) == 1:
@@ -81,9 +81,8 @@ def _make_kernel(name, types, results):
     source = f"def host_{name}({', '.join(params)}):\n{body}"
     filename = f"<tilewarp host call {name} #{next(_serial)}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    import tilewarp
-
-    scope = {"wp": tilewarp, **{f"A{k}": t for k, t in enumerate(types)}, **{f"R{k}": t for k, t in enumerate(results)}}
+    scope = {"F": builtin, "array": array, **{f"A{k}": t for k, t in enumerate(types)},
+             **{f"R{k}": t for k, t in enumerate(results)}}
     exec(compile(source, filename, "exec"), scope)  # noqa: S102 - text made from a builtin name and types
     return make_kernel(scope[f"host_{name}"], module="unique")
 
@@ -94,3 +93,6 @@ def _python_value(out, t):
     if T.is_composite(t):
         return t(*np.asarray(v).reshape(-1).tolist())
     return v.item() if t in (T.float32, T.int32, T.bool_) else t(v.item())
+
+
+registry.HOST_CALL[0] = call  # builtins called from Python run here

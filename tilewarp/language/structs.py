@@ -146,11 +146,9 @@ def _field_property(name, t):
 
 
 def _array_desc(t, value, where):
-    from .runtime.array import array
-
     if value is None:
         return T.array_descriptor(t.ndim)()
-    if not isinstance(value, array) or value.shape is None:
+    if not isinstance(value, T.host_array) or value.shape is None:
         raise TypeError(f"{where} expects an array, got {type(value).__name__}")
     if value.dtype != t.dtype:
         raise TypeError(f"{where} expects an array of {T.type_name(t.dtype)}, got {T.type_name(value.dtype)}")

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir import nodes as ir
-from .. import types as T
+from ..language import types as T
 
 # shared memory the prefetched buffers of one loop may take: 96 KB fits any GPU we target (sm_86/89
 # allow 99 KB a block) and two such blocks an H100 SM; a block that holds an SM alone (wgmma

@@ -11,7 +11,7 @@ streams when each of its reads depends on the launch coordinate and it reads at 
 """
 from __future__ import annotations
 
-from .. import types as T
+from ..language import types as T
 from ..autodiff.access import TILE_READS, writes_array
 from ..ir import nodes as ir
 from .combine import statement_reads

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 import copy
 
-from .. import types as T
+from ..language import types as T
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir import nodes as ir
 

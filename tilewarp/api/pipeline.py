@@ -5,13 +5,14 @@ import dataclasses
 import os
 from dataclasses import dataclass
 
-from . import config
-from .compile import load_cached
-from .compile.options import current
-from .emit import emit_module, names
-from .emit.sites import SiteTable
-from .module_options import is_debug, mathdx_gemm
-from .runtime.launch import ArgPacker
+from .. import config
+from ..compile import load_cached
+from ..compile.options import current
+from ..emit import emit_module
+from ..language import names
+from ..emit.sites import SiteTable
+from .module import is_debug, mathdx_gemm
+from ..runtime.packing import ArgPacker
 
 
 #: bytes between the shared memory slots of packed tile blocks (TW_PACK_SLOT, native/tile/block.h)
@@ -67,7 +68,7 @@ def build(kernel, device, block=None) -> CompiledKernel:
     limit = device.backend.max_shared_memory_per_block_optin if device.kind == "cuda" else 0
     source = emit_module(fn, sites, block, mathdx_gemm(kernel), limit)  # emit: one C++ body for both targets
     if os.environ.get("TILEWARP_DUMP"):
-        from .ir.printer import dump
+        from ..ir.printer import dump
 
         log(f"IR of {kernel.key}:\n{dump(fn)}")
     options = dataclasses.replace(current(device.kind, device.arch), debug=debug)
@@ -79,7 +80,7 @@ def build(kernel, device, block=None) -> CompiledKernel:
     handle = module.function(names.kernel_entry(fn.symbol), kernel.key, launch_smem)  # refuses too much shared memory
     checks = None
     if debug:
-        from .runtime.debug import DebugChecks
+        from ..runtime.debug import DebugChecks
 
         checks = DebugChecks(kernel.key, fn, sites.sites, module, device)
     resident = 0
@@ -108,7 +109,7 @@ def _waves(source: str, pack: int) -> float:
 
 def build_backward(kernel, device, block=None) -> CompiledKernel:
     """The backward kernel: replay + reverse pass over the IR (autodiff/, emit/adjoint.py)."""
-    from .emit.adjoint import backward_signature, emit_backward_module
+    from ..emit.adjoint import backward_signature, emit_backward_module
 
     fn = kernel.ir if block is None else kernel.ir_for(block.block_dim)
     backward = backward_signature(fn)

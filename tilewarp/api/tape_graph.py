@@ -8,8 +8,8 @@ and marked "repeated Nx", which keeps the graph of an unrolled loop readable.
 """
 from __future__ import annotations
 
-from . import types as T
-from .runtime import tape_state
+from ..language import types as T
+from ..runtime import tape_state
 
 
 def _quote(text) -> str:

@@ -11,10 +11,17 @@ from __future__ import annotations
 
 import linecache
 import threading
+from typing import Any
 
 import numpy as np
 
-from .. import types as T
+from ..builtins import REGISTRY
+from ..builtins.registry import BuiltinTypeError
+from ..language import types as T
+from ..language.host_arith import weak_value
+from ..runtime.array import array, array4d, empty
+from ..runtime.launch import launch
+from .kernel import kernel as make_kernel
 
 # operator name -> Python spelling in kernel code
 _BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "mod": "%", "pow": "**"}
@@ -33,27 +40,22 @@ def _kernel(op: str, form: str):
 
 
 def _make(op, form):
-    from ..kernel import kernel as make_kernel
-    import tilewarp
-
     idx = "[i, j, k, l]"
     if form == "a":
-        params, expr = "a: wp.array4d(dtype=Any)", f"{_UNARY[op]}a{idx}"
+        params, expr = "a: array4d(dtype=Any)", f"{_UNARY[op]}a{idx}"
     else:
         left = f"a{idx}" if form[0] == "a" else "a"
         right = f"b{idx}" if form[1] == "a" else "b"
-        kind = {"a": "wp.array4d(dtype=Any)", "s": "Any"}
+        kind = {"a": "array4d(dtype=Any)", "s": "Any"}
         params = f"a: {kind[form[0]]}, b: {kind[form[1]]}"
         expr = f"{left} {_BINARY[op]} {right}"
     name = f"tw_array_{op}_{form}"
-    source = (f"def {name}({params}, out: wp.array4d(dtype=Any)):\n"
-              f"    i, j, k, l = wp.tid()\n"
+    source = (f"def {name}({params}, out: array4d(dtype=Any)):\n"
+              f"    i, j, k, l = tid()\n"
               f"    out{idx} = {expr}\n")
     filename = f"<tilewarp array operator {op} {form}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    from typing import Any
-
-    scope = {"wp": tilewarp, "Any": Any}
+    scope = {"array4d": array4d, "tid": REGISTRY["tid"], "Any": Any}
     exec(compile(source, filename, "exec"), scope)  # noqa: S102 - text made from fixed operator tables
     return make_kernel(scope[name], module="unique")
 
@@ -67,8 +69,6 @@ def _as4d(a):
 def _value(x, like):
     """A non-array operand as a typed kernel value matching array dtype ``like`` (a Python number
     takes the array's scalar type, as a literal does), or None when it is no such value."""
-    from ..host_arith import weak_value
-
     if isinstance(x, T.Scalar) or T.is_composite(type(x)):
         return x
     if isinstance(x, np.generic) and not isinstance(x, np.bool_):
@@ -88,11 +88,6 @@ def _type_of(x):
 
 def apply(op: str, a, b=None, reflected=False, out=None):
     """``a <op> b`` (``b <op> a`` when ``reflected``), or ``<op> a`` for unary operators; ``a`` is an array."""
-    from ..builtins import REGISTRY
-    from ..builtins.registry import BuiltinTypeError
-    from .array import array, empty
-    from .launch import launch
-
     if op in _UNARY:
         operands, form = [a], "a"
     else:
@@ -145,3 +140,6 @@ def install(cls):
         setattr(cls, f"__i{name}__", binary(op, inplace=True))
     cls.__neg__ = lambda self: apply("neg", self)
     cls.__pos__ = lambda self: apply("pos", self)
+
+
+install(array)  # the runtime's arrays get their operators here, where kernels can be made

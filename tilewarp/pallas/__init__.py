@@ -21,18 +21,17 @@ import ast
 
 import numpy as np
 
-from . import types as T
-from .blocks import tune
-from .blocks.index_expr import IndexMapError, grid_points, trace
-from .blocks.program import (BlockSpecError, as_array, kernel_for, source_text, split_parameters, unwrap,
-                             wp_dtype, wrap_body)
-from .blocks.refs import BlockRef, at, parse_index
-from .errors import KernelSyntaxError, KernelTypeError
-from .frontend.source import get_source
-from .runtime import tape_state
-from .runtime.array import array, uninitialized, zeros
-from .runtime.device import get_device
-from .runtime.tiled import prepared_launch_tiled
+from ..language import types as T
+from ..block_programs import tune
+from ..block_programs.index_expr import IndexMapError, grid_points, trace
+from ..block_programs.program import (BlockSpecError, as_array, kernel_for, launcher, source_text, split_parameters,
+                                      unwrap, wp_dtype, wrap_body)
+from ..block_programs.refs import BlockRef, at, parse_index
+from ..errors import KernelSyntaxError, KernelTypeError
+from ..frontend.source import get_source
+from ..runtime import tape_state
+from ..runtime.array import array, uninitialized, zeros
+from ..runtime.device import get_device
 
 __all__ = ["BlockSpec", "Blocked", "Unblocked", "ShapeDtypeStruct", "pallas_call", "program_id", "num_programs",
            "ds", "dslice", "load", "store", "when", "cdiv", "BlockSpecError", "IndexMapError"]
@@ -196,7 +195,7 @@ class _DSlice(_BodyCall):
             given[k.arg] = k.value
         if set(given) != set(names):
             raise KernelSyntaxError("pl.ds(start, size) takes a start and a size", lw.src.loc(node))
-        from .frontend.tiles import constant
+        from ..frontend.tiles import constant
 
         size = constant(lw, given["size"])
         return given["start"], int(size) if isinstance(size, (int, np.integer)) else size
@@ -518,7 +517,7 @@ class PallasCall:
         run = plan.get("run")
         if run is None or plan["device"] != str(run_device):
             block_dim = tune.block_dim_for(self, kernel, blocks, run_inputs, outs, run_device, operands[len(inputs):])
-            run = plan["run"] = prepared_launch_tiled(kernel, blocks, block_dim, get_device(run_device))
+            run = plan["run"] = launcher(kernel, blocks, block_dim, get_device(run_device))
             plan["device"] = str(run_device)
         run([*run_inputs, *outs])
         if self.interpret and str(device) != "cpu":
@@ -537,7 +536,7 @@ def _is_scalar(value) -> bool:
 
 def _nan_padded(a, extent):
     """``a`` copied into a NaN-filled array of ``extent`` (interpret mode: reads past the end are NaN)."""
-    from .runtime.array import array
+    from ..runtime.array import array
 
     values = a.numpy().reshape(a.shape if a.ndim else (1,))
     if tuple(extent) == values.shape or not np.issubdtype(values.dtype, np.floating):

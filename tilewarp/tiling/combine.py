@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 
-from .. import types as T
+from ..language import types as T
 from ..ir import nodes as ir
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .. import types as T
+from ..language import types as T
 from ..builtins.tile import AXIS_SHARED, SHARED_ARGS, SHARED_RESULT, STORAGE_REQUEST, VIEWS
 from ..ir import nodes as ir
 
