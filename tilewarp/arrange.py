@@ -540,7 +540,7 @@ def jit(fn=None, *, meta=None, block_dim=None, debug=False):
     """Make an arranged kernel from ``fn`` (its parameters annotated with arranged Tensors).
 
     ``meta`` pins meta symbols by name, ``block_dim`` the lanes per block; the rest are tuned on the
-    first call per shapes, dtypes and device (``blocks/tune.py``). ``debug=True`` prints the tile
+    first call per shapes, dtypes and device (``block_programs/tune.py``). ``debug=True`` prints the tile
     kernel each call generates."""
     def make(f):
         k = ArrangedKernel(f, meta, block_dim)

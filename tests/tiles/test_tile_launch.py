@@ -1,5 +1,5 @@
 """How tile kernels are launched: the grid a launch asks for, and atomics a thread combines over
-the blocks it runs (tilewarp/block/combine.py)."""
+the blocks it runs (tilewarp/tiling/combine.py)."""
 import numpy as np
 import pytest
 
@@ -136,7 +136,7 @@ def _source(kernel, dim) -> str:
 
 def test_sums_added_into_one_place_fold_into_the_atomic(device):
     """tile_atomic_add(out, tile_sum(t)): each thread keeps the sum of its own elements over its
-    blocks, reduced once per run of one address (block/combine.py); the per-block reduction is gone."""
+    blocks, reduced once per run of one address (tiling/combine.py); the per-block reduction is gone."""
     assert "tile_atomic_add_folded" in _source(total, 4096) and "tile_reduce" not in _source(total, 4096)
     assert "tile_atomic_add_folded" in _source(per_slot, (97, BD))  # uniform offsets that change
     rng = np.random.default_rng(5)
@@ -181,7 +181,7 @@ def scaled_totals(a: wp.array2d(dtype=float), w: wp.array(dtype=float), b: wp.ar
 
 
 def test_only_reductions_whose_reads_move_with_the_block_stream():
-    """Streaming reads (ld.global.cs, block/streaming.py): a kernel that reads far more than it
+    """Streaming reads (ld.global.cs, tiling/streaming.py): a kernel that reads far more than it
     writes, each read at the launch coordinate; not a copy, not one that reads a shared weight."""
     from tilewarp.tiling.streaming import streams_reads
 

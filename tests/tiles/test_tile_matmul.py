@@ -235,7 +235,7 @@ def tf(a: wp.array2d(dtype=float), b: wp.array2d(dtype=float), c: wp.array2d(dty
     np.testing.assert_allclose(c.numpy(), an.astype(np.float64) @ bn.astype(np.float64), rtol=1e-5, atol=1e-5)
 
 
-# K loops whose loads run ahead (block/prefetch.py): any start, constant step and trip count,
+# K loops whose loads run ahead (tiling/prefetch.py): any start, constant step and trip count,
 # including loops shorter than the pipeline and loops that do not run at all
 STRIDED = '''
 import WP as wp

@@ -30,10 +30,10 @@ class CompiledKernel:
     submit: object = None  # backend.launcher(handle), made by wp.launch on first use: its hot path
     launcher: object = None  # the native path's Launcher (False: none), made on first use
     block: object = None  # emit.block.BlockShape of a kernel that uses tiles (None: a SIMT kernel)
-    shared_bytes: int = 0  # the block's planned shared memory (block/storage.py)
+    shared_bytes: int = 0  # the block's planned shared memory (tiling/storage.py)
     # CUDA tile kernels: the blocks the device holds at once, the largest grid, whose CUDA blocks
     # run the launch's blocks in turn (the device starts blocks at a limited rate, and a CUDA
-    # block combines its blocks' atomics: block/combine.py); 0: one CUDA block per launch block
+    # block combines its blocks' atomics: tiling/combine.py); 0: one CUDA block per launch block
     resident: int = 0
     pack: int = 1  # tile blocks a CUDA block runs side by side (emit/block.py pack_factor)
 
@@ -64,7 +64,7 @@ def build(kernel, device, block=None) -> CompiledKernel:
     # the backward (reverse pass over the IR) is a separate module, built lazily: build_backward
     debug = is_debug(kernel)  # wp.config.mode, or the kernel's module options
     sites = SiteTable() if debug else None
-    # the device's shared memory bounds how far a GEMM's loads may run ahead (block/prefetch.py)
+    # the device's shared memory bounds how far a GEMM's loads may run ahead (tiling/prefetch.py)
     limit = device.backend.max_shared_memory_per_block_optin if device.kind == "cuda" else 0
     source = emit_module(fn, sites, block, mathdx_gemm(kernel), limit)  # emit: one C++ body for both targets
     if os.environ.get("TILEWARP_DUMP"):

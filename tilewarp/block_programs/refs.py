@@ -77,7 +77,7 @@ class BlockRef:
             n *= b
         return n
 
-    def __repr__(self):  # complete: kernels are cached by it (blocks/program.py)
+    def __repr__(self):  # complete: kernels are cached by it (block_programs/program.py)
         where = ", ".join(ast.unparse(o) for o in self.offsets)
         return (f"Ref({self.name} -> {self.array}: {T.type_name(self.dtype)} block {list(self.block)} squeezed "
                 f"{list(self.squeezed)} at ({where}){' out ' + self.acc if self.output else ''})")

@@ -5,7 +5,7 @@ destination first (``tw::tile_load(dst, a, i, j)``), since a shared tile is a vi
 that an assignment must not alias. Compile-time arguments (shapes, dtypes, axes, the element
 function of ``tile_map``) are in the call's template; the frontend (``frontend/tiles.py``) binds
 Warp's keyword arguments to them. ``SHARED_ARGS`` / ``SHARED_RESULT`` say which operands need
-shared storage (any lane reads any element), for ``block/storage.py``.
+shared storage (any lane reads any element), for ``tiling/storage.py``.
 """
 from __future__ import annotations
 

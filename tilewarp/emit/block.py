@@ -1,10 +1,10 @@
 """C++ of kernels that use tiles: a body per block, with lane sections (docs/ARCHITECTURE.md, "Tiles").
 
 The statements keep their order; consecutive statements each lane runs for itself
-(``block/lanes.py``) are wrapped in ``TW_LANES_BEGIN`` / ``TW_LANES_END``, inside which a per-lane
+(``tiling/lanes.py``) are wrapped in ``TW_LANES_BEGIN`` / ``TW_LANES_END``, inside which a per-lane
 value is named ``TW_L(v)``. ``native/tile/block.h`` turns that into a guarded section of each CUDA
 thread, or a loop over the lanes on the CPU whose per-lane values are arrays. Tiles are declared
-as register tiles or as shared tiles at their planned offsets (``block/storage.py``).
+as register tiles or as shared tiles at their planned offsets (``tiling/storage.py``).
 """
 from __future__ import annotations
 
@@ -128,7 +128,7 @@ def entry(name: str, block: BlockShape, deferred: str = "tw::no_deferred") -> st
 
 def deferred_struct(name: str, combined: dict, folded: dict, fn: ir.Function) -> list:
     """What a thread defers over the blocks it runs: a combiner per combined atomic, a partial sum
-    per folded one (block/combine.py)."""
+    per folded one (tiling/combine.py)."""
     slots = {k: s for s in ir.walk(fn.body) if (k := combined.get(id(s))) is not None}
     lines = [f"struct {name} {{"]
     for k in sorted(slots):

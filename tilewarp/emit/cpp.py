@@ -38,7 +38,7 @@ def emit_module(kernel: ir.Function, sites=None, block=None, mathdx: bool = Fals
     if printer.mathdx:  # cuBLASDx's headers only where asked for (compile/nvrtc.py adds their paths)
         out[1:1] = ['#include "tile/dx.h"', MATHDX_MARK]
     if block is not None:
-        if sites is None and streams_reads(kernel, block.block_dim):  # ld.global.cs (block/streaming.py)
+        if sites is None and streams_reads(kernel, block.block_dim):  # ld.global.cs (tiling/streaming.py)
             out[1:1] = ["namespace tw::detail {", "template <> struct stream_reads<0> {",
                         "    static constexpr bool value = true;", "};", "}  // namespace tw::detail"]
         pack = pack_factor(kernel, printer.storage, printer.lanes, block, bool(printer.combined) or printer.mathdx)
@@ -276,7 +276,7 @@ class _Printer(LaneGrouping):
         self.block(f"for ({i} = {ref(s.start)}; {test}; {i} += {step}) {{", s.body)
 
     def pipelined_for(self, s: ir.For, pipe):
-        """A K loop whose loads run ``pipe.stages - 1`` iterations ahead (block/prefetch.py): stage
+        """A K loop whose loads run ``pipe.stages - 1`` iterations ahead (tiling/prefetch.py): stage
         buffers used round robin; the prologue fills all but one, each iteration waits for its own
         and at its end fills the one the previous iteration used; the loop variable is moved ahead
         for a fill and put back after it. Where the loads' offsets are affine in the loop variable,

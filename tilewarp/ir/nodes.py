@@ -129,7 +129,7 @@ class Function:
     """A kernel or a specialised ``@func``: parameters, body and every value it defines."""
 
     name: str  # the user's name
-    symbol: str  # the mangled C++ name (emit/names.py)
+    symbol: str  # the mangled C++ name (language/names.py)
     params: list
     param_names: list
     body: list

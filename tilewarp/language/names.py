@@ -63,7 +63,7 @@ def launch_ndim() -> int:
 
 @contextlib.contextmanager
 def lane_section(varying_ids):
-    """Names printed meanwhile refer to one lane's entry of the per-lane values (block/lanes.py)."""
+    """Names printed meanwhile refer to one lane's entry of the per-lane values (tiling/lanes.py)."""
     saved = getattr(_lanes, "ids", None)
     _lanes.ids = varying_ids
     try:

@@ -23,7 +23,7 @@ from .host_arith import CompositeArithmetic, IntegerIndex, ScalarArithmetic
 
 class Scalar(ScalarArithmetic):
     """Base of the scalar type classes. An instance is a host-side boxed value; its operators follow
-    the kernel semantics (host_arith.py)."""
+    the kernel semantics (language/host_arith.py)."""
 
     _type_: type  # ctypes type
     _np_: np.dtype  # storage (bfloat16: its uint16 bits, as Warp's .numpy() returns them)
@@ -494,7 +494,7 @@ class TileType:
     """A tile: a block-wide array of ``dtype`` elements of a compile-time ``shape`` (1 to 4 extents).
 
     Where it lives (registers spread over the block's lanes, or shared memory) is not part of the
-    type: ``block/storage.py`` decides that per value after lowering."""
+    type: ``tiling/storage.py`` decides that per value after lowering."""
 
     dtype: type
     shape: tuple
@@ -577,7 +577,7 @@ def is_tile(t) -> bool:
 
 
 def is_struct(t) -> bool:
-    """A ``@wp.struct`` class (structs.py; recognised by its field table to avoid an import cycle)."""
+    """A ``@wp.struct`` class (language/structs.py; recognised by its field table to avoid an import cycle)."""
     return isinstance(t, type) and bool(getattr(t, "_tw_fields_", None))
 
 

@@ -11,7 +11,7 @@
     z = add(x, y)
 
 The kernel body is tilewarp kernel code on refs; the call becomes one tile kernel (see
-``blocks/refs.py`` for how refs lower, ``docs/BLOCKS.md`` for the model). Grid axes that an
+``block_programs/refs.py`` for how refs lower, ``docs/BLOCKS.md`` for the model). Grid axes that an
 output's index map uses run in parallel, one tile block each; the others run in order inside
 the block, so an output block revisited over them accumulates, deterministically.
 """
@@ -551,7 +551,7 @@ def pallas_call(kernel, out_shape, *, grid=(), in_specs=None, out_specs=None, in
     """A function running ``kernel`` over ``grid`` with operands cut into blocks by the specs.
 
     Beyond Pallas: ``block_dim`` pins the lanes per block (else tuned on the first call per shapes,
-    dtypes and device: ``blocks/tune.py``); ``debug=True`` prints the generated tile kernel;
+    dtypes and device: ``block_programs/tune.py``); ``debug=True`` prints the generated tile kernel;
     ``interpret=True`` runs on the CPU with reads past an array's end NaN (else 0)."""
     if input_output_aliases:
         raise NotImplementedError("pallas_call: input_output_aliases is not supported")
