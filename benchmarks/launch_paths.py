@@ -2,7 +2,8 @@
 noise moves single runs by 20 %): a SIMT kernel (the native path), a SIMT kernel with a struct
 parameter (no native path: a remembered plan), a one-block tile kernel (launch_tiled), the same two
 launches while a Tape records, and Tape.backward of one recorded launch. Median of repeats of
-``--iters`` launches each, then a synchronize.
+``--iters`` launches each, then a synchronize (``--stat min``: the fastest repeat, steadier where
+other work shares the host).
 
     python benchmarks/launch_paths.py --tree PATH [--device cpu|cuda:0] [--label old]
 """
@@ -44,6 +45,9 @@ def square(a: wp.array(dtype=float), b: wp.array(dtype=float)):
 '''
 
 
+STAT = statistics.median
+
+
 def timeit(wp, fn, iters, repeats=7):
     fn()
     wp.synchronize()
@@ -55,7 +59,7 @@ def timeit(wp, fn, iters, repeats=7):
             fn()
         wp.synchronize()
         times.append((time.perf_counter() - t) / iters)
-    return statistics.median(times) * 1e6
+    return STAT(times) * 1e6
 
 
 def main():
@@ -64,7 +68,10 @@ def main():
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--label", default="")
     ap.add_argument("--iters", type=int, default=2000)
+    ap.add_argument("--stat", choices=("median", "min"), default="median")
     args = ap.parse_args()
+    global STAT
+    STAT = min if args.stat == "min" else statistics.median
     sys.path.insert(0, os.path.abspath(args.tree))
     import tilewarp as wp
 

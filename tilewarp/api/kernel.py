@@ -54,6 +54,8 @@ class Kernel:
         self._generic_at = None  # positions of the generic parameters
         self._tw_fast: list = []  # native launchers, one per device (runtime/native_launch.py)
         self._tw_captures: tuple = ()  # plain values compiled in (frontend/captures.py), set by lowering
+        self._tw_plans = None  # launch configuration -> runtime.launch.Plan, made on first use
+        self._tw_spellings = None  # a plain launch's spelling -> (its Plan, whether it named the device)
         _DECLARED.setdefault((fn.__module__, fn.__qualname__), weakref.WeakSet()).add(self)
 
     @property

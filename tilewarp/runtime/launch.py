@@ -38,7 +38,7 @@ from .block_shape import block_shape, effective_block_dim, uses_tiles
 from .debug import checked_launch
 from .device import Device, get_device
 from .host_views import record_read
-from .packing import exact_ints, memo_key
+from .packing import memo_key
 
 #: at most this many plans (and remembered spellings) per kernel: launch shapes beyond are planned anew
 MAX_PLANS = 64
@@ -66,7 +66,7 @@ class Plan:
     ``max_blocks``, with everything that does not depend on the argument values worked out."""
 
     __slots__ = ("kernel", "dim", "device", "compiled", "block_dim", "packer", "size", "bounds", "tasks",
-                 "threads", "submit", "_access", "__weakref__")
+                 "threads", "submit", "debug", "whole", "_access", "__weakref__")
 
     def __init__(self, kernel, dim, block_dim, device, backward: bool, max_blocks: int):
         get = kernel.compiled_backward if backward else kernel.compiled
@@ -82,17 +82,18 @@ class Plan:
         if compiled.submit is None:
             compiled.submit = device.backend.launcher(compiled.handle)
         self.submit = compiled.submit
+        self.debug = compiled.checks is not None  # a debug build (plans are forgotten when that changes)
+        self.whole = self.size > 0 and self.tasks == self.size  # the grid is the launch: the submit entry
         self._access = None
 
     def run(self, values) -> None:
         """The launch with ``values``; checked afterwards in debug builds and under verify_fp."""
-        if self.compiled.checks is not None or config.verify_fp:
+        if self.debug or config.verify_fp:
             self.checked(values, record_cmd=False)
             return
         args = self.packer.pack_bytes(values, self.device, self.bounds)
-        if self.tasks == self.size:
-            if self.size:
-                self.submit(args, self.tasks, self.threads)
+        if self.whole:
+            self.submit(args, self.tasks, self.threads)
         elif self.tasks:  # a grid not of the launch's size: the entry reads the size from the bounds
             self.device.backend.launch(self.compiled.handle, args, self.tasks, self.threads)
 
@@ -135,8 +136,7 @@ _planned: weakref.WeakSet = weakref.WeakSet()
 
 def forget_plans(*_) -> None:
     for kernel in list(_planned):
-        kernel.__dict__.pop("_tw_plans", None)
-        kernel.__dict__.pop("_tw_spellings", None)
+        kernel._tw_plans = kernel._tw_spellings = None
     _planned.clear()
 
 
@@ -149,7 +149,7 @@ def plan(kernel, dim, block_dim, device, backward=False, max_blocks=0) -> Plan:
     if dims is None:  # a list, or a spelling launch_bounds refuses: planned every time
         return Plan(kernel, dim, block_dim, device, backward, max_blocks)
     key = (dims, block_dim, device, backward, max_blocks, config.enable_cpu_blocks)
-    plans = kernel.__dict__.get("_tw_plans")
+    plans = kernel._tw_plans
     if plans is None:
         plans = kernel._tw_plans = {}
         _planned.add(kernel)
@@ -167,24 +167,26 @@ def spelling(tag: str, dim, block_dim, device, stream=None, adjoint=False, recor
     """The key a plain launch is remembered by: the caller's own spelling (``tag``: the entry point);
     None for a launch that is not plain (a stream, adjoint, record_cmd, max_blocks, verify_fp) or not
     hashable."""
-    if stream is not None or adjoint or record_cmd or max_blocks or config.verify_fp:
+    if stream is not None or adjoint or record_cmd or max_blocks or config.verify_fp or type(block_dim) is not int:
         return None
-    if type(dim) is list:
-        dim = tuple(dim)
-    if not exact_ints(dim) or type(block_dim) is not int:  # 8.0 == 8 as a key: the general path checks those
-        return None
-    key = (tag, dim, block_dim, device, config.enable_cpu_blocks)
-    try:
-        hash(key)
-    except TypeError:  # a device of unusual objects: not remembered
-        return None
-    return key
+    if type(dim) is not int:  # only ints, exactly: as keys 8.0 == 8 (the general path refuses 8.0)
+        if type(dim) is list:
+            dim = tuple(dim)
+        elif type(dim) is not tuple:
+            return None
+        for d in dim:  # a plain loop: inlined, this is the hot path
+            if type(d) is not int:
+                return None
+    return tag, dim, block_dim, device, config.enable_cpu_blocks
 
 
 def remembered(kernel, key, inputs, outputs, record_tape=True) -> bool:
     """Whether the plan remembered under ``key`` ran (False: nothing done; take the general path)."""
-    spellings = kernel.__dict__.get("_tw_spellings")
-    entry = spellings.get(key) if spellings is not None else None
+    try:
+        spellings = kernel._tw_spellings
+        entry = spellings.get(key) if spellings is not None else None
+    except (AttributeError, TypeError):  # not a kernel, or an unhashable device: the general path says why
+        return False
     if entry is None:
         return False
     p, named = entry
@@ -210,13 +212,16 @@ def _remember(kernel, keys, p: Plan, named: bool) -> None:
             native_launch.remember(kernel, compiled)
         if compiled.launcher is None:
             return
-    spellings = kernel.__dict__.get("_tw_spellings")
+    spellings = kernel._tw_spellings
     if spellings is None:
         spellings = kernel._tw_spellings = {}
         _planned.add(kernel)
     for key in keys:
         if key is not None and len(spellings) < MAX_PLANS:
-            spellings[key] = (p, named)
+            try:
+                spellings[key] = (p, named)
+            except TypeError:  # an unhashable device: never remembered
+                pass
 
 
 # ---- the entry points --------------------------------------------------------------------------------
