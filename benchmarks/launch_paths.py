@@ -14,7 +14,9 @@ import os
 import statistics
 import sys
 import tempfile
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from launch_ab import timeit as timeit_stat  # noqa: E402
 
 KERNELS = '''
 import tilewarp as wp
@@ -48,18 +50,8 @@ def square(a: wp.array(dtype=float), b: wp.array(dtype=float)):
 STAT = statistics.median
 
 
-def timeit(wp, fn, iters, repeats=7):
-    fn()
-    wp.synchronize()
-    times = []
-    for _ in range(repeats):
-        wp.synchronize()
-        t = time.perf_counter()
-        for _ in range(iters):
-            fn()
-        wp.synchronize()
-        times.append((time.perf_counter() - t) / iters)
-    return STAT(times) * 1e6
+def timeit(wp, fn, iters):
+    return timeit_stat(wp, fn, iters, stat=STAT)
 
 
 def main():

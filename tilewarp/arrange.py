@@ -35,6 +35,7 @@ from .frontend.source import get_source
 from .runtime.array import array
 from .runtime.device import get_device
 from .runtime.launch import launch_tiled
+from .runtime.array import clone
 
 __all__ = ["Symbol", "Tensor", "jit", "BlockSpecError"]
 
@@ -506,8 +507,6 @@ class ArrangedKernel:
     def _tune(self, arrays, device, pinned, config, free, bd_pinned, key):
         """Coordinate descent: each free symbol over its candidates (the others held), then the lanes."""
         import time
-
-        from .runtime.array import clone
 
         scratch = [clone(a) if n in self.outputs else a for n, a in zip(self.params, arrays)]
         timings, t0 = {}, time.perf_counter()

@@ -6,6 +6,7 @@ import numpy as np
 from .language import types as T
 from .runtime.array import array, zeros_like
 from .runtime.launch import launch
+from .api.tape import _Launch
 
 
 def _float_arrays(values) -> list:
@@ -134,8 +135,6 @@ def gradcheck_tape(tape, *, eps=1e-4, atol=1e-3, rtol=1e-2, raise_exception=True
                    plot_relative_error=False, plot_absolute_error=False, show_summary=True) -> bool:
     """``gradcheck`` on every launch recorded on ``tape`` (each with the arguments it was recorded
     with); the arrays end as they were, versions included, so ``tape.backward`` still works."""
-    from .api.tape import _Launch
-
     ok = True
     for entry in tape.launches:
         if not isinstance(entry, _Launch):

@@ -27,6 +27,10 @@ import numpy as np
 
 from .language import types as T
 from .errors import TileWarpError
+from .runtime.array import array as wp_array
+from .runtime.array import zeros
+from .runtime.device import get_cuda_device_count, get_device, synchronize_device
+from .runtime.stream import get_stream
 
 __all__ = ["Context", "Decomposition", "DistributedError", "init", "launcher_environment"]
 
@@ -164,8 +168,6 @@ class Context:
     def _settle(self, arrays):
         """MPI reads memory directly: kernels writing these arrays must have finished."""
         if any(not a.device.is_cpu for a in arrays):
-            from .runtime.device import synchronize_device
-
             synchronize_device(self.device)
 
     def _scale(self, a, factor):
@@ -173,8 +175,6 @@ class Context:
             v = a.numpy()
             v *= v.dtype.type(factor)
         else:
-            from .runtime.array import array as wp_array
-
             a.assign(wp_array(a.numpy() * factor, dtype=a.dtype, device=a.device))
 
     def _wait(self, requests, what):
@@ -197,7 +197,6 @@ class Context:
 
         if self.device.is_cpu:
             return contextlib.nullcontext()
-        from .runtime.stream import get_stream
 
         torch, handle = self._torch, get_stream(self.device).cuda_stream
         streams = self.__dict__.setdefault("_streams", {})
@@ -231,8 +230,6 @@ def init(backend: str = "auto", device=None, timeout: float = 300.0) -> Context:
     or ``"auto"``: torch when started by ``torchrun`` (NCCL on GPUs, gloo on CPUs), MPI when started
     by ``mpiexec`` / ``srun``, else a single process. ``device``: the rank's device (default
     ``cuda:<local rank mod GPUs>`` where there are GPUs, else ``cpu``)."""
-    from .runtime.device import get_cuda_device_count, get_device
-
     env = launcher_environment()
     if backend == "auto":
         backend = "single" if env["launcher"] is None else "torch" if env["launcher"] == "torchrun" else "mpi"
@@ -347,8 +344,6 @@ class Decomposition:
 
     def zeros(self, dtype=float, requires_grad=False):
         """A local block with its ghost layers, on this rank's device."""
-        from .runtime.array import zeros
-
         return zeros(self.local_shape, dtype=dtype, device=self.ctx.device, requires_grad=requires_grad)
 
     def global_slices(self) -> tuple:
@@ -457,7 +452,6 @@ def _host(a) -> np.ndarray:
     """A NumPy view of a CPU array; for a GPU array, a host copy (written back by the caller)."""
     if a.device.is_cpu:
         return a.numpy()
-    from .runtime.device import synchronize_device
 
     synchronize_device(a.device)
     return a.numpy()

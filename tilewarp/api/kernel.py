@@ -18,6 +18,7 @@ from ..frontend.captures import collect as collect_captures
 from ..frontend.function import _annotation_type
 from ..frontend.static import resolve_at_declaration
 from .module import backward_setting, check_kernel_options, get_module, is_debug
+from ..runtime.block_shape import resources
 
 
 class Kernel:
@@ -230,8 +231,6 @@ class Kernel:
     def resources(self, dim, block_dim: int = 256, device=None, backward: bool = False) -> dict:
         """Shared memory (and, on CUDA, registers and spills) of one block of this kernel launched over
         ``dim`` in blocks of ``block_dim`` lanes: see ``runtime/block_shape.py: resources``."""
-        from ..runtime.block_shape import resources
-
         return resources(self, dim, block_dim, device, backward)
 
     def __call__(self, *args, **kwargs):

@@ -10,6 +10,8 @@ from __future__ import annotations
 import sys
 
 from .. import config
+from ..runtime.device import get_device, get_devices
+from ..runtime.block_shape import uses_tiles
 
 #: Warp 1.19's module options and defaults (``get_module_options`` returns all of them).
 DEFAULTS = {
@@ -166,9 +168,6 @@ def _kernels_of(wanted) -> list:
 def _build(kernels, device) -> int:
     """Compile every non-generic kernel that uses no tiles (a tile kernel's code depends on the block
     size of its launch, so it is built by its first launch) for ``device``; returns how many."""
-    from ..runtime.device import get_device, get_devices
-    from ..runtime.block_shape import uses_tiles
-
     if device is None:  # every device, as Warp
         devices = list(get_devices())
     else:

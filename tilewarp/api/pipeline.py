@@ -13,6 +13,9 @@ from ..language import names
 from ..emit.sites import SiteTable
 from .module import is_debug, mathdx_gemm
 from ..runtime.packing import ArgPacker
+from ..emit.adjoint import backward_signature, emit_backward_module
+from ..ir.printer import dump
+from ..runtime.debug import DebugChecks
 
 
 #: bytes between the shared memory slots of packed tile blocks (TW_PACK_SLOT, native/tile/block.h)
@@ -68,8 +71,6 @@ def build(kernel, device, block=None) -> CompiledKernel:
     limit = device.backend.max_shared_memory_per_block_optin if device.kind == "cuda" else 0
     source = emit_module(fn, sites, block, mathdx_gemm(kernel), limit)  # emit: one C++ body for both targets
     if os.environ.get("TILEWARP_DUMP"):
-        from ..ir.printer import dump
-
         log(f"IR of {kernel.key}:\n{dump(fn)}")
     options = dataclasses.replace(current(device.kind, device.arch), debug=debug)
     # compile (content-hashed disk cache) and load
@@ -80,8 +81,6 @@ def build(kernel, device, block=None) -> CompiledKernel:
     handle = module.function(names.kernel_entry(fn.symbol), kernel.key, launch_smem)  # refuses too much shared memory
     checks = None
     if debug:
-        from ..runtime.debug import DebugChecks
-
         checks = DebugChecks(kernel.key, fn, sites.sites, module, device)
     resident = 0
     if device.kind == "cuda" and block is not None:
@@ -109,8 +108,6 @@ def _waves(source: str, pack: int) -> float:
 
 def build_backward(kernel, device, block=None) -> CompiledKernel:
     """The backward kernel: replay + reverse pass over the IR (autodiff/, emit/adjoint.py)."""
-    from ..emit.adjoint import backward_signature, emit_backward_module
-
     fn = kernel.ir if block is None else kernel.ir_for(block.block_dim)
     backward = backward_signature(fn)
     source = emit_backward_module(fn, backward, block)  # raises AutodiffError where no gradient exists

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import threading
 import time
+from ..runtime.device import synchronize
 
 _depth = threading.local()  # nesting level of active, printing timers in this thread
 
@@ -73,8 +74,6 @@ class ScopedTimer:
 
 
 def _synchronize():
-    from ..runtime.device import synchronize
-
     synchronize()
 
 

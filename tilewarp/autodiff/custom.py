@@ -26,6 +26,8 @@ from ..frontend.function import Function
 from ..language import generics
 from ..ir import nodes as ir
 from .prepare import carries_gradient
+from ..frontend.funcs import bind_call
+from ..language import names
 
 
 class _Adjoint:
@@ -118,8 +120,6 @@ class CustomGrad:
     def ir(self, f_ir) -> ir.Function:
         """The body as a function of (f's parameters, adjoints of f's results, gradient arrays)."""
         if self._ir is None:
-            from ..language import names
-
             lw = _GradLowerer(self, f_ir, names.function(self.fn.__name__, f"{self.fn.__module__}."
                                                          f"{self.fn.__qualname__}#grad"))
             self._ir = lw.run()
@@ -375,8 +375,6 @@ def _gradient_type(types):
 
 
 def _lower_grad_call(lw, target, node):
-    from ..frontend.funcs import bind_call
-    
     loc = lw.src.loc(node)
     if isinstance(target, Function):
         func, args = bind_call(lw, target, node)

@@ -23,6 +23,8 @@ from ..runtime.array import array
 from ..runtime.interop import from_dlpack
 from ..runtime.launch import launch_tiled
 from .refs import WP
+from ..runtime.interop import dtype_from_torch
+from ..language import names
 
 
 class BlockSpecError(TileWarpError, ValueError):
@@ -117,8 +119,6 @@ def kernel_for(fn, body: list, params: dict, prebound: dict, program, label: str
     with _kernels_lock:
         k = _kernels.get(key)
         if k is None:
-            from ..language import names
-
             source = block_source(fn, body, list(params), prebound, program)
             # the key names the program across processes (tuning choices on disk are filed under it)
             k = _kernels[key] = BlockKernel(fn, source, params, f"{fn.__qualname__}[{label} "
@@ -172,8 +172,6 @@ def wp_dtype(dtype, what: str):
     if dtype in (float, int, bool):
         return T.value_type(dtype)
     if type(dtype).__module__.startswith("torch"):
-        from ..runtime.interop import dtype_from_torch
-
         return dtype_from_torch(dtype)
     try:
         return T.dtype_from_numpy(np.dtype(dtype))

@@ -20,6 +20,7 @@ import copy
 from ..language import types as T
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir import nodes as ir
+from ..frontend.tile_elementwise import accumulate_product
 
 #: the name the generated code reaches tilewarp's builtins through
 WP = "_blk_wp"
@@ -211,8 +212,6 @@ class RefPlace:
         product = node.value
         if op == "add" and whole and ref.output and ref.acc_shape == ref.shape and isinstance(product, ast.BinOp) \
                 and isinstance(product.op, ast.MatMult):
-            from ..frontend.tile_elementwise import accumulate_product
-
             # o[...] += a @ b: tile_matmul into the accumulator, in place (as a tile GEMM's K loop)
             if accumulate_product(lw, ast.Name(ref.acc, ast.Store()), product, node):
                 return

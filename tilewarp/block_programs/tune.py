@@ -16,6 +16,11 @@ import threading
 import time
 
 from .. import config
+from ..api.pipeline import log
+from ..compile.cache import atomic_write, cache_dir
+from ..runtime.block_shape import block_shape
+from ..runtime.device import get_device, synchronize_device
+from ..runtime.launch import launch_tiled
 
 #: lanes per block tried on each device kind
 CANDIDATES = (32, 64, 128, 256)
@@ -59,8 +64,6 @@ def device_name(device) -> str:
 def code_identity(kernel, device, blocks: int, block_dim: int) -> str:
     """A digest of the code ``kernel`` compiles to (at ``block_dim``): a choice remembered on disk is
     only reused for the same generated code, not after tilewarp's code generation has changed."""
-    from ..runtime.block_shape import block_shape
-
     compiled = kernel.compiled(device, block_shape(kernel, [blocks, block_dim], block_dim))
     return hashlib.sha256(compiled.source.encode()).hexdigest()[:16]
 
@@ -70,8 +73,6 @@ def tuning_key(identity: str, device) -> str:
 
 
 def _path(key: str):
-    from ..compile.cache import cache_dir
-
     return cache_dir() / "tuning" / f"{key}.json"
 
 
@@ -90,8 +91,6 @@ def recall(key: str):
 
 
 def remember(key: str, choice, description: str, timings: dict) -> None:
-    from ..compile.cache import atomic_write
-
     with _lock:
         _memory[key] = choice
     path = _path(key)
@@ -113,8 +112,6 @@ def seconds_per_run(run, device, budget: float = 0.002) -> float:
     """Median seconds of ``run()`` over 5 batches of back-to-back runs, each batch about ``budget``
     seconds long (so launch latency does not swamp short kernels), after a first call that compiles
     and warms up."""
-    from ..runtime.device import synchronize_device
-
     run()
     synchronize_device(device)
     t0 = time.perf_counter()
@@ -134,8 +131,6 @@ def seconds_per_run(run, device, budget: float = 0.002) -> float:
 
 def settle(key: str, choice, description: str, timings_ms: dict, spent: float, device, shown: str):
     """A tuning's outcome: remembered (memory and disk), kept in ``history``, logged."""
-    from ..api.pipeline import log
-
     remember(key, choice, description, timings_ms)
     history.append((key, choice, timings_ms, spent))
     log(f"tuned {description} on {device_name(device)}: {shown} in {spent:.2f} s")
@@ -160,8 +155,6 @@ def block_dim_for(call, kernel, blocks, inputs, outputs, device, out_operands) -
     elements = max([_elements(op.block) for op in out_operands] or [1])
     if not enabled():
         return rule_of_thumb(elements)
-    from ..runtime.device import get_device
-    from ..runtime.launch import launch_tiled
 
     device = get_device(device)
     shapes = ";".join(f"{a.dtype.__name__}{tuple(a.shape)}" for a in [*inputs, *outputs])

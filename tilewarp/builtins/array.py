@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ..language import types as T
 from .registry import Builtin, fail, names, register
+from ..language.names import block_tids, lane_tids, launch_ndim
 
 
 def _indices(arr, idx):
@@ -131,7 +132,6 @@ def _tid(args, template):
 
 def _tid_cpp(args, template):
     k, n = template
-    from ..language.names import block_tids, lane_tids, launch_ndim
 
     if (k, n) in lane_tids():  # a block kernel's: the first lane's value plus the lane's index
         return f"tw::coordinate(tw_tid_{k}_{n} + (int32_t)(task - tw_base))"

@@ -11,6 +11,7 @@ import math
 
 from ..language import types as T
 from .registry import Builtin, fail, register
+from ..language import names
 
 #: buffers beyond this many elements belong in a global array (local memory spills on GPUs)
 MAX_ELEMENTS = 1 << 16
@@ -26,16 +27,12 @@ def _local_zeros(args, template):
 
 
 def _cpp(args, template):
-    from ..language import names
-
     dtype, shape, site = template
     extents = ", ".join(map(str, shape))
     return f"tw::local_zeros<{dtype._cpp_}, {len(shape)}>({names.local_buffer(site)}, {extents})"
 
 
 def _storage(template):
-    from ..language import names
-
     dtype, shape, site = template
     return f"{dtype._cpp_} {names.local_buffer(site)}[{math.prod(shape)}]"
 

@@ -23,6 +23,9 @@ from ..errors import AutodiffError
 from ..ir import nodes as ir
 from ..language import names
 from .cpp import cpp_type, expression, ref
+from ..language import structs
+from ..autodiff.prepare import prepare
+from ..tiling.lanes import uses_tiles
 
 #: checkpoints per level and levels of tw::rewind_t (linear cost up to CAP**LEVELS iterations)
 REWIND_CAP, REWIND_LEVELS = 16, 3
@@ -336,9 +339,6 @@ def emit_backward_module(kernel: ir.Function, backward: ir.Function, block=None)
     """The backward translation unit: forward functions (for the replay), their adjoints, and the
     backward kernel over ``backward``'s parameters (the kernel's, then one adjoint per parameter);
     per block (``emit/block_adjoint.py``) for a kernel that uses tiles."""
-    from ..language import structs
-    from ..autodiff.prepare import prepare
-    from ..tiling.lanes import uses_tiles
     from .block import BlockShape
     from .custom import backward_plan, definitions
 
@@ -379,8 +379,6 @@ def emit_backward_module(kernel: ir.Function, backward: ir.Function, block=None)
 
 def struct_accumulators(functions) -> list:
     """``tw::adj_accum`` for each @wp.struct ``functions`` use (inside the anonymous namespace)."""
-    from ..language import structs
-
     out = ["}  // namespace", "", "namespace tw {"]
     for t in structs.in_dependency_order(_struct_types(functions)):
         fields = [structs.cpp_field(f) for f, ft in t._tw_fields_.items()
@@ -398,8 +396,6 @@ def _gradient_array_helpers(t) -> list:
     """``atomic_add`` and ``add`` on struct type ``t``, beside it (the array adjoints in
     native/runtime/array_adjoint.h find them by argument-dependent lookup): gradient arrays of
     structs accumulate field by field, as reads of struct arrays scatter into them."""
-    from ..language import structs
-
     s = t._cpp_
     fields = [structs.cpp_field(f) for f, ft in t._tw_fields_.items()
               if carries_gradient(ft) and not T.is_array(ft)]
@@ -411,8 +407,6 @@ def _gradient_array_helpers(t) -> list:
 def _array_field_helpers(t) -> list:
     """``adj_take_arrays`` (the replay sets an adjoint struct's gradient arrays) and ``adj_clear``
     (zero the accumulated fields, keep the arrays) for struct type ``t``; nested structs recurse."""
-    from ..language import structs
-
     take, zero = [], []
     for f, ft in t._tw_fields_.items():
         m = structs.cpp_field(f)

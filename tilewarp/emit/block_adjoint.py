@@ -23,6 +23,7 @@ from ..autodiff.prepare import carries_gradient
 from .adjoint import REWIND_CAP, REWIND_LEVELS, AdjointPrinter
 from .block import LaneGrouping, block_args, declare, prologue, tile_cpp
 from .cpp import expression, ref
+from ..tiling.storage import Storage, aliases
 
 
 #: tile operations whose adjoints never read the value of the tile they take (linear in it): a later
@@ -95,8 +96,6 @@ class BlockAdjointPrinter(LaneGrouping, AdjointPrinter):
     def _layout(self, shared):
         """Shared primal tiles, then shared adjoints, each with its own bytes (the reverse pass reads
         primals long after the replay wrote them)."""
-        from ..tiling.storage import Storage, aliases
-
         self.storage, self.adj_storage, offset = Storage(shared=shared), Storage(shared=shared), 0
         aliases(self.whole, self.storage)
         self.adj_storage.views, self.adj_storage.roots = self.storage.views, self.storage.roots

@@ -17,6 +17,7 @@ from .block import (LaneGrouping, block_analysis, block_args, declare, deferred_
                     prologue, blocks_per_sm, pack_factor)
 from .block import constants as block_constants
 from .block import entry as block_entry
+from ..tiling.lanes import uses_tiles
 
 
 def emit_module(kernel: ir.Function, sites=None, block=None, mathdx: bool = False, shared_limit: int = 0) -> str:
@@ -25,7 +26,6 @@ def emit_module(kernel: ir.Function, sites=None, block=None, mathdx: bool = Fals
     With ``sites`` (an ``emit.sites.SiteTable``, debug builds) every checked array access and
     ``assert`` carries its site number, and the table records what each number means. A kernel
     that uses tiles is emitted per block (``emit/block.py``) for ``block`` (a ``BlockShape``)."""
-    from ..tiling.lanes import uses_tiles
     from .block import BlockShape
     from .custom import definitions, forward_plan
 

@@ -15,6 +15,7 @@ from ..autodiff.custom import GRAD, GRAD_CALL, custom_grad_of, replay_of
 from ..ir import nodes as ir
 from ..language import names
 from .cpp import _Printer, cpp_type
+from ..autodiff.prepare import prepare
 
 
 class Plan:
@@ -98,7 +99,6 @@ def definitions(plan: Plan, sites=None) -> list:
 
 
 def adjoint_function(f: ir.Function) -> list:
-    from ..autodiff.prepare import prepare
     from .adjoint import AdjointPrinter, adj, adjoint_signature
 
     custom = custom_grad_of(f)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 
 from ..language import types as T
+from ..errors import warn_user
 
 _MISSING = object()
 
@@ -75,8 +76,6 @@ def bindings(kernel) -> tuple | None:
 
 def check(kernel) -> None:
     """Warn (once per name) about captured values rebound since the kernel was built."""
-    from ..errors import warn_user
-
     for fn, name, key in kernel._tw_captures:
         now = lookup(fn, name)
         now_key = capture_key(now)

@@ -8,6 +8,7 @@ from ..language import types as T
 from ..builtins.random import ADVANCE
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir import nodes as ir
+from ..builtins import REGISTRY
 
 
 def assigned_names(body) -> set:
@@ -34,7 +35,6 @@ def assigned_names(body) -> set:
 
 def _written(call: ast.Call) -> list:
     """The arguments a builtin (by name) writes back into, as ``wp.svd3(A, U, sigma, V)``."""
-    from ..builtins import REGISTRY
     from .calls import written_arguments
 
     f = call.func

@@ -11,6 +11,7 @@ import inspect
 from ..language import generics
 from ..language import types as T
 from ..errors import KernelTypeError
+from ..ir import nodes as ir
 
 
 def bind_call(lw, func, node) -> tuple:
@@ -30,8 +31,6 @@ def bind_call(lw, func, node) -> tuple:
 def call_with_values(lw, func, values, node):
     """Call ``func`` (a @wp.func, maybe overloaded) on values already lowered (an operator's operands);
     None when no overload takes them."""
-    from ..ir import nodes as ir
-
     fitting = sorted((f for f in func.overloads if _fits(f, values, {}, "exact")), key=lambda f: f.is_generic)
     if not fitting:
         return None

@@ -19,6 +19,8 @@ from ..builtins.tile import ElementOp
 from ..builtins.tile_linalg import IN_PLACE, RESULTS as LINALG_RESULTS
 from ..errors import KernelTypeError, KernelValueError
 from ..ir import nodes as ir
+from ..builtins import BuiltinTypeError
+from ..builtins.vector import component_builtin
 
 _REQUIRED = object()
 
@@ -613,7 +615,6 @@ def element_op(lw, fn, arg_types, node) -> ElementOp:
     if not hasattr(fn, "type_rule"):
         raise KernelTypeError(f"cannot apply {getattr(fn, '__name__', fn)!r} to tile elements: pass a builtin "
                               "(wp.sin, wp.add, ...) or a @wp.func", loc)
-    from ..builtins import BuiltinTypeError
 
     try:
         result = fn.type_rule(tuple(arg_types), ())
@@ -686,7 +687,6 @@ def tile_subscript(lw, base, node):
     if len(indices) > len(shape):  # components of a vector or matrix element
         element = lw.call("tile_extract", [base, *indices[:len(shape)]], node)
         rest = lw.component_indices(element.type, indices[len(shape):], node)
-        from ..builtins.vector import component_builtin
 
         return lw.call(component_builtin("extract", element.type, len(rest)), [element, *rest], node)
     return lw.call("tile_extract", [base, *indices], node)

@@ -32,6 +32,7 @@ from ..frontend.source import get_source
 from ..runtime import tape_state
 from ..runtime.array import array, uninitialized, zeros
 from ..runtime.device import get_device
+from ..frontend.tiles import constant
 
 __all__ = ["BlockSpec", "Blocked", "Unblocked", "ShapeDtypeStruct", "pallas_call", "program_id", "num_programs",
            "ds", "dslice", "load", "store", "when", "cdiv", "BlockSpecError", "IndexMapError"]
@@ -195,7 +196,6 @@ class _DSlice(_BodyCall):
             given[k.arg] = k.value
         if set(given) != set(names):
             raise KernelSyntaxError("pl.ds(start, size) takes a start and a size", lw.src.loc(node))
-        from ..frontend.tiles import constant
 
         size = constant(lw, given["size"])
         return given["start"], int(size) if isinstance(size, (int, np.integer)) else size
@@ -536,8 +536,6 @@ def _is_scalar(value) -> bool:
 
 def _nan_padded(a, extent):
     """``a`` copied into a NaN-filled array of ``extent`` (interpret mode: reads past the end are NaN)."""
-    from ..runtime.array import array
-
     values = a.numpy().reshape(a.shape if a.ndim else (1,))
     if tuple(extent) == values.shape or not np.issubdtype(values.dtype, np.floating):
         return array(values, dtype=a.dtype, device="cpu")

@@ -18,6 +18,8 @@ import threading
 
 from ..errors import CudaError, DeviceError, LaunchError
 from .native_launch import SubmitEntry
+from ..compile import host as native_build  # read at call time: tests stand in for its folders
+from ..language import types as T
 
 _MAX_GRID_X = 2**31 - 1
 _tls = threading.local()        # .ctx: int handle of the context current on this thread
@@ -124,9 +126,8 @@ def native_library():
 
 def build_native_library() -> str:
     """Build the launch entry (native/runtime/cuda_launch.cpp) once per install; needs no GPU."""
-    from ..compile.host import NATIVE_DIR, build_native
-
-    return build_native(NATIVE_DIR / "runtime" / "cuda_launch.cpp", "libtilewarp_cuda", link_flags=["-ldl"])
+    return native_build.build_native(native_build.NATIVE_DIR / "runtime" / "cuda_launch.cpp", "libtilewarp_cuda",
+                                     link_flags=["-ldl"])
 
 
 def _load_native():
@@ -141,7 +142,6 @@ def _load_native():
     lib.tw_cuda_launch.argtypes, lib.tw_cuda_launch.restype = [vp, vp, i64, i64], ctypes.c_int
     lib.tw_cuda_launch_on.argtypes, lib.tw_cuda_launch_on.restype = [vp, vp, i64, i64, vp], ctypes.c_int
     lib.tw_cuda_submit.argtypes, lib.tw_cuda_submit.restype = [vp, ctypes.c_char_p], ctypes.c_int
-    from ..language import types as T
 
     if T.LaunchBounds.size.offset != 24:  # tw_cuda_submit reads the task count there
         return None

@@ -16,6 +16,7 @@ from ..language import types as T
 from ..autodiff.access import param_access
 from ..errors import KernelRuntimeError
 from ..ir import nodes as ir
+from .. import config
 
 ERR_BOUNDS, ERR_ASSERT, ERR_NAN, ERR_INDEXED, ERR_DIVZERO, ERR_NULL, ERR_NOT_SPD = 1, 2, 3, 4, 5, 6, 7
 
@@ -189,8 +190,6 @@ def check_finite(kernel: str, fn: ir.Function, values, written: set, before: dic
 def checked_launch(compiled, args, size: int, block_dim: int, values) -> None:
     """Launch with the debug error slot cleared before and read after, then ``verify_fp``'s check
     of the values the launch wrote (NaNs already in the arrays are not the kernel's doing)."""
-    from .. import config
-
     checks, fn, before = compiled.checks, compiled.packer.fn, None
     if config.verify_fp:
         written = getattr(compiled, "_written", None)

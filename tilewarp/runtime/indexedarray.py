@@ -11,6 +11,7 @@ import numpy as np
 from ..language import types as T
 from .array import array
 from .device import get_device
+from ..errors import LaunchError
 
 MAX_DIMS = 4  # Warp keeps one (possibly None) index array per possible dimension
 
@@ -165,8 +166,6 @@ indexedarray1d, indexedarray2d, indexedarray3d, indexedarray4d = (_annotation(n)
 
 def converter(t: T.IndexedArrayType, name: str):
     """The launch packer's (value, device) -> ``tw::indexedarray_t`` for parameter ``name``."""
-    from ..errors import LaunchError
-
     def conv_indexed(value, device):
         if value is None:
             return T.indexed_descriptor(t.ndim)()

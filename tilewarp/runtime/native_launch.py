@@ -28,7 +28,9 @@ import weakref
 
 from .. import config
 from ..language import types as T
+from ..compile import host as native_build  # read at call time: tests stand in for its functions
 from ..compile.paths import NATIVE_DIR
+from ..frontend.captures import bindings
 
 #: ``launch(kernel, dim, inputs, outputs, device, block_dim) -> bool`` of the loaded extension, or
 #: None until it is loaded (or when it cannot be); wp.launch reads it on every call.
@@ -134,7 +136,6 @@ def remember(kernel, compiled) -> None:
     if launcher is False:
         return
     if kernel._tw_captures:  # values compiled in: the extension checks they are still bound, else falls back
-        from ..frontend.captures import bindings
 
         launcher.watched = bindings(kernel)
     if launcher in kernel._tw_fast:
@@ -185,18 +186,15 @@ def _library():
     built."""
     if os.environ.get("TILEWARP_FAST_LAUNCH", "1") == "0":
         return None
-    from ..compile.host import installed
 
-    built = installed("_tw_launch", _SOURCE)  # by pip install: needs no headers or compiler now
+    built = native_build.installed("_tw_launch", _SOURCE)  # by pip install: needs no headers or compiler now
     if built is not None:
         return str(built), None
     include = sysconfig.get_paths().get("include")
     if not include or not os.path.isfile(os.path.join(include, "Python.h")):
         return None
     try:
-        from ..compile.host import native_output
-
-        return str(native_output(_SOURCE, "_tw_launch", key_extra=_key_extra(include))), include
+        return str(native_build.native_output(_SOURCE, "_tw_launch", key_extra=_key_extra(include))), include
     except Exception:  # noqa: BLE001 - no host compiler: the general path still works
         return None
 
@@ -232,10 +230,9 @@ def _key_extra(include: str) -> str:
 
 def _load(path: str, include: str):
     try:
-        from ..compile.host import build_native
-
         if not os.path.isfile(path):
-            path = build_native(_SOURCE, "_tw_launch", key_extra=_key_extra(include), include_dirs=[include])
+            path = native_build.build_native(_SOURCE, "_tw_launch", key_extra=_key_extra(include),
+                                             include_dirs=[include])
         spec = importlib.util.spec_from_file_location("_tw_launch", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..errors import DeviceError
 from .device import Device, get_device
+from ..errors import LaunchError
 
 
 class NotCudaError(DeviceError, RuntimeError):
@@ -225,8 +226,6 @@ class on_stream:
 
     def __init__(self, stream: Stream, device=None):
         if device is not None and get_device(device) != stream.device:
-            from ..errors import LaunchError
-
             raise LaunchError(f"the stream is on {stream.device} but device={device} was given")
         self.backend, self.handle = stream.device.backend, stream.cuda_stream
 
