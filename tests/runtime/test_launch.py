@@ -499,3 +499,29 @@ def test_kernel_objects_take_warps_constructor_arguments():
     assert wp.types.type_repr(wp.vec3) == "vec3" and wp.types.type_repr(a) == "array(ndim=1, dtype=float32)"
     with pytest.raises(NotImplementedError, match="code_transformers"):
         wp.Kernel(func=double, code_transformers=[object()])
+
+
+@wp.func
+def _a_func(x: float):
+    return x
+
+
+@pytest.mark.parametrize("what", [None, 3, print, _a_func], ids=["None", "int", "builtin_function", "wp_func"])
+@pytest.mark.parametrize("how", ["launch", "tiled", "adjoint", "record_cmd", "tape"])
+def test_only_kernels_launch(what, how):
+    """Every entry of the one launch path refuses a non-kernel with a LaunchError naming what it got,
+    never an AttributeError from inside (issue 31, item 4)."""
+    a = wp.zeros(4, dtype=float, device="cpu")
+    got = type(what).__name__
+    with pytest.raises(wp.LaunchError, match=rf"needs a @wp.kernel, got {got}$"):
+        if how == "launch":
+            wp.launch(what, dim=4, inputs=[a], device="cpu")
+        elif how == "tiled":
+            wp.launch_tiled(what, dim=[1], inputs=[a], block_dim=4, device="cpu")
+        elif how == "adjoint":
+            wp.launch(what, dim=4, inputs=[a], adj_inputs=[a], adjoint=True, device="cpu")
+        elif how == "record_cmd":
+            wp.launch(what, dim=4, inputs=[a], record_cmd=True, device="cpu")
+        else:
+            with wp.Tape():
+                wp.launch(what, dim=4, inputs=[a], device="cpu")
