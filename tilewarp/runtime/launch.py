@@ -65,8 +65,8 @@ class Plan:
     """One launch configuration of one (concrete) kernel: ``dim``, block size, device, direction and
     ``max_blocks``, with everything that does not depend on the argument values worked out."""
 
-    __slots__ = ("kernel", "dim", "device", "compiled", "block_dim", "packer", "size", "bounds", "tasks",
-                 "threads", "submit", "debug", "whole", "_access", "__weakref__")
+    __slots__ = ("dim", "device", "compiled", "block_dim", "packer", "size", "bounds", "tasks",
+                 "threads", "submit", "debug", "whole", "_access")
 
     def __init__(self, kernel, dim, block_dim, device, backward: bool, max_blocks: int):
         get = kernel.compiled_backward if backward else kernel.compiled
@@ -75,7 +75,7 @@ class Plan:
             compiled = get(device, block_shape(kernel, dim, block_dim))
         else:
             compiled = get(device)
-        self.kernel, self.dim, self.device, self.compiled, self.block_dim = kernel, dim, device, compiled, block_dim
+        self.dim, self.device, self.compiled, self.block_dim = dim, device, compiled, block_dim
         self.packer = compiled.packer
         self.size, self.bounds = self.packer.bounds_bytes(dim)
         self.tasks, self.threads = compiled.launch_dims(self.size, block_dim, max_blocks) if self.size else (0, 0)
