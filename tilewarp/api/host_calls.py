@@ -95,4 +95,4 @@ def _python_value(out, t):
     return v.item() if t in (T.float32, T.int32, T.bool_) else t(v.item())
 
 
-registry.HOST_CALL[0] = call  # builtins called from Python run here
+registry.host_call = call  # builtins called from Python run here

@@ -366,8 +366,8 @@ class GradTarget:
 #: ``wp.grad(f)(args)``: no gradient flows through it (Warp treats it as a constant as well); its C++
 #: (f's adjoint called on zeroed gradients) is printed by emit/custom.py: grad_call
 GRAD = Builtin("grad", lambda args, template: _gradient_type(template[0].arg_types), "", differentiable=False,
-               emit=lambda args, template: GRAD_CALL[0](args, template[0]))
-GRAD_CALL: list = [None]  # filled by emit/custom.py at import
+               emit=lambda args, template: grad_call(args, template[0]))
+grad_call = None  # set by emit/custom.py at import
 
 
 def _gradient_type(types):

@@ -50,7 +50,7 @@ class Builtin:
 
     def __call__(self, *args, **kwargs):
         if self.host is None:  # the kernel implementation, run on the CPU (api/host_calls.py)
-            return HOST_CALL[0](self, args, kwargs)
+            return host_call(self, args, kwargs)
         return self.host(*args, **kwargs)
 
     def __repr__(self):
@@ -75,7 +75,7 @@ def public(name: str):
 
 #: how a builtin called from Python runs: api/host_calls.py installs ``call(builtin, args, kwargs)``,
 #: which compiles a one-thread kernel (the API layer sits above this table)
-HOST_CALL: list = [None]
+host_call = None
 
 
 def register(*entries: Builtin) -> None:

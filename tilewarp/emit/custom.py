@@ -11,7 +11,8 @@ before the definitions.
 from __future__ import annotations
 
 from ..language import types as T
-from ..autodiff.custom import GRAD, GRAD_CALL, custom_grad_of, replay_of
+from ..autodiff import custom as custom_grads
+from ..autodiff.custom import GRAD, custom_grad_of, replay_of
 from ..ir import nodes as ir
 from ..language import names
 from .cpp import _Printer, cpp_type
@@ -149,4 +150,4 @@ def grad_call(args: list, target) -> str:
     return f"[&]() {{ {decl} {call}; return {result}; }}()"
 
 
-GRAD_CALL[0] = grad_call  # wp.grad(f)(args) in forward code prints through this module
+custom_grads.grad_call = grad_call  # wp.grad(f)(args) in forward code prints through this module

@@ -38,7 +38,7 @@ from .block_shape import block_shape, effective_block_dim, uses_tiles
 from .debug import checked_launch
 from .device import Device, get_device
 from .host_views import record_read
-from .packing import memo_key
+from .packing import exact_ints, memo_key
 
 #: at most this many plans (and remembered spellings) per kernel: launch shapes beyond are planned anew
 MAX_PLANS = 64
@@ -148,7 +148,7 @@ def plan(kernel, dim, block_dim, device, backward=False, max_blocks=0) -> Plan:
     dims = memo_key(dim)
     if dims is None:  # a list, or a spelling launch_bounds refuses: planned every time
         return Plan(kernel, dim, block_dim, device, backward, max_blocks)
-    key = (dims, block_dim, device, backward, max_blocks, config.enable_cpu_blocks)
+    key = (dims, block_dim, device, backward, max_blocks)  # settings: a change forgets every plan
     plans = kernel._tw_plans
     if plans is None:
         plans = kernel._tw_plans = {}
@@ -169,15 +169,11 @@ def spelling(tag: str, dim, block_dim, device, stream=None, adjoint=False, recor
     hashable."""
     if stream is not None or adjoint or record_cmd or max_blocks or config.verify_fp or type(block_dim) is not int:
         return None
-    if type(dim) is not int:  # only ints, exactly: as keys 8.0 == 8 (the general path refuses 8.0)
-        if type(dim) is list:
-            dim = tuple(dim)
-        elif type(dim) is not tuple:
-            return None
-        for d in dim:  # a plain loop: inlined, this is the hot path
-            if type(d) is not int:
-                return None
-    return tag, dim, block_dim, device, config.enable_cpu_blocks
+    if type(dim) is list:
+        dim = tuple(dim)
+    if not exact_ints(dim):  # as keys 8.0 == 8, and the general path refuses 8.0
+        return None
+    return tag, dim, block_dim, device  # settings (wp.config, module options): a change forgets them all
 
 
 def remembered(kernel, key, inputs, outputs, record_tape=True) -> bool:
@@ -191,7 +187,7 @@ def remembered(kernel, key, inputs, outputs, record_tape=True) -> bool:
         return False
     p, named = entry
     values = [*inputs, *outputs] if outputs else inputs if type(inputs) is list else list(inputs)
-    if not named and _device_of(values) is not p.device:  # device=None: the arrays decide, as before
+    if not named and _resolve_device(None, values) is not p.device:  # device=None: the arrays decide, as before
         return False
     if kernel._tw_captures:
         check_captures(kernel)
@@ -277,7 +273,7 @@ def launch_tiled(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=
     if not 1 <= len(dims) <= 3:
         raise LaunchError(f"launch_tiled: dim must have 1 to 3 dimensions, got {dim!r}")
     values = [*inputs, *outputs] if outputs else list(inputs)
-    bd = effective_block_dim(block_dim, get_device(device) if device is not None else _device_of(values))
+    bd = effective_block_dim(block_dim, _resolve_device(device, values))
     return launch(kernel, (*dims, bd), inputs, outputs, adj_inputs, adj_outputs, device, stream, adjoint,
                   record_tape, record_cmd, max_blocks, bd, _spelling=key)
 
@@ -300,13 +296,6 @@ def _resolve_device(device, values) -> Device:
             if isinstance(v, array) and v.device is not None:
                 return v.device
     return device if type(device) is Device else get_device(device)
-
-
-def _device_of(values) -> Device:
-    for v in values:
-        if isinstance(v, array) and v.device is not None:
-            return v.device
-    return get_device(None)
 
 
 def _valid_block_dim(block_dim) -> int:
