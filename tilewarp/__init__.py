@@ -16,6 +16,7 @@ from .language.types import (  # noqa: F401
     vec3, vec3d, vec3h, vec3i, vec4, vec4d, vec4h, vec4i, vector)
 from .language.types import bool_ as bool  # noqa: F401
 from .language.structs import struct  # noqa: F401
+from .builtins.hash_grid import HashGridQuery  # noqa: F401
 from .builtins import REGISTRY as _REGISTRY
 from .builtins.registry import public as _public
 # the compiler's user-facing objects: @wp.func, wp.static, custom gradients
@@ -82,6 +83,10 @@ def clear_kernel_cache():
     clear()
 
 
+#: the geometry library's objects (tilewarp/geometry), loaded on first use like the libraries below
+_GEOMETRY = frozenset({"HashGrid"})
+
+
 def __getattr__(name):
     """Libraries Warp scripts reach as ``wp.<name>`` without importing them (``wp.render``), loaded on
     first use so ``import tilewarp`` stays light (the one upward import: tests/test_layers.py).
@@ -94,6 +99,10 @@ def __getattr__(name):
         import tilewarp.utils  # noqa: F401
     elif name == "autograd":
         import tilewarp.autograd  # noqa: F401
+    elif name in _GEOMETRY:
+        import tilewarp.geometry
+
+        return getattr(tilewarp.geometry, name)
     else:
         raise AttributeError(f"module 'tilewarp' has no attribute '{name}'")
     return globals()[name]

@@ -47,6 +47,13 @@ class Builtin:
     # (template) -> C++ declaration of a buffer the call uses, which the emitter places once at the
     # top of the function (the storage of ``wp.zeros`` local arrays)
     storage: Callable | None = None
+    # arguments (by position) the call reads and writes back: the IR call returns a tuple of its value
+    # then the new value of each, and the frontend rebinds those local variables, e.g.
+    # ``wp.hash_grid_query_next(query, index)`` advances ``query`` and sets ``index``
+    updates: tuple = ()
+    # a native header beyond the umbrella ``tilewarp.h`` (relative to native/), included only by the
+    # kernels that call the builtin, so the geometry family costs nothing to the others' compiles
+    header: str | None = None
 
     def __call__(self, *args, **kwargs):
         if self.host is None:  # the kernel implementation, run on the CPU (api/host_calls.py)

@@ -22,7 +22,7 @@ from ..autodiff.prepare import Prepared, carries_gradient
 from ..errors import AutodiffError
 from ..ir import nodes as ir
 from ..language import names
-from .cpp import cpp_type, expression, ref
+from .cpp import cpp_type, expression, headers, ref
 from ..language import structs
 from ..autodiff.prepare import prepare
 from ..tiling.lanes import uses_tiles
@@ -353,6 +353,7 @@ def emit_backward_module(kernel: ir.Function, backward: ir.Function, block=None)
         out += constants(block)
     plan = backward_plan(kernel)  # callees' forward (or replay) functions and adjoints
     callees = plan.functions
+    out[1:1] = headers([*callees, kernel])
     out += structs.definitions([*callees, kernel])
     out += struct_accumulators([*callees, kernel])
     out += definitions(plan)

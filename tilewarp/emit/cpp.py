@@ -46,6 +46,8 @@ def emit_module(kernel: ir.Function, sites=None, block=None, mathdx: bool = Fals
             out[:0] = ["#ifdef __CUDACC__", f"#define TW_PACK {pack}", "#endif"]
         out += block_constants(block, blocks_per_sm(kernel, printer.storage, block.threads), pack)
     plan = forward_plan(kernel)  # the callees, and the adjoints wp.grad(f) calls
+    at = out.index('#include "tilewarp.h"') + 1  # after it: the CPU's PCH must come first
+    out[at:at] = headers([*plan.functions, kernel])
     out += structs.definitions([*plan.functions, kernel])  # @wp.struct types, each after those it contains
     if plan.adjoints:
         from .adjoint import struct_accumulators
@@ -64,6 +66,22 @@ def emit_module(kernel: ir.Function, sites=None, block=None, mathdx: bool = Fals
     else:
         out += [f"TW_KERNEL_ENTRY({entry})", ""]
     return "\n".join(out)
+
+
+def headers(functions) -> list:
+    """``#include`` lines of the native headers beyond ``tilewarp.h`` the IR ``functions`` need: those
+    of the builtins they call (``Builtin.header``) and of the native structs their values have."""
+    found = set()
+    for fn in functions:
+        for v in (*fn.params, *fn.values):
+            t = v.type.dtype if T.is_array(v.type) else v.type
+            for u in (t.types if isinstance(t, T.TupleType) else (t,)):
+                found.add(getattr(u, "_tw_header_", None))
+        for s in ir.walk(fn.body):
+            if isinstance(s, ir.Assign) and isinstance(s.op, ir.Call):
+                found.add(s.op.builtin.header)
+    found.discard(None)
+    return [f'#include "{h}"' for h in sorted(found)]
 
 
 def cpp_type(t) -> str:

@@ -98,6 +98,8 @@ def _builtin(lw, func: Builtin, node):
         return _advancing(lw, func.name, node)
     if func.in_place or (func.outputs and len(node.args) > func.outputs):
         return _writing_arguments(lw, func, node)
+    if func.updates:
+        return _updating_arguments(lw, func, node)
     return lw.call(func.name, [lw.value(a) for a in node.args], node)
 
 
@@ -123,6 +125,8 @@ def written_arguments(func: Builtin, args: list) -> list:
     """The argument nodes a call writes to: Warp's output arguments / in-place first argument."""
     if func.in_place:
         return args[:1]
+    if func.updates:
+        return [args[k] for k in func.updates if k < len(args)]
     return args[len(args) - func.outputs:] if func.outputs and len(args) > func.outputs else []
 
 
@@ -146,6 +150,21 @@ def _writing_arguments(lw, func: Builtin, node):
                                   f"the result stored there is a {T.type_name(v.type)}", lw.src.loc(t))
         lw.bind(t.id, v, node)
     return None
+
+
+def _updating_arguments(lw, func: Builtin, node):
+    """``wp.hash_grid_query_next(query, index)``: the IR call reads every argument and returns its value
+    followed by the new value of each argument in ``func.updates``; those local variables are rebound
+    to them (a loop that calls it carries them, frontend/control.py)."""
+    targets = written_arguments(func, node.args)
+    for t in targets:
+        if not (isinstance(t, ast.Name) and isinstance(lw.symbols.get(t.id), ir.Value)):
+            raise KernelTypeError(f"{func.name}() writes into its argument '{ast.unparse(t)}': pass a local "
+                                  "variable assigned before the call", lw.src.loc(t))
+    result = lw.call(func.name, [lw.value(a) for a in node.args], node)
+    for k, t in enumerate(targets):
+        lw.bind(t.id, lw.tuple_get(result, k + 1, node), node)
+    return lw.tuple_get(result, 0, node)
 
 
 def _advancing(lw, name, node):

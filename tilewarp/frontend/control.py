@@ -209,6 +209,8 @@ def lower_for_components(lw, node: ast.For):
         raise KernelSyntaxError("kernel loops run over range(...), a vector or a matrix", loc)
     seq = lw.value(node.iter)
     t = seq.type
+    if getattr(t, "_tw_next_", None):
+        return _lower_for_query(lw, node, seq)
     if not T.is_composite(t):
         raise KernelSyntaxError(f"kernel loops run over range(...), a vector or a matrix, not a "
                                 f"{T.type_name(t)} value", loc)
@@ -224,6 +226,29 @@ def lower_for_components(lw, node: ast.For):
     n = t._wp_shape_[0]
     lw.stmts.append(ir.For(counter, lw.const(0, T.int32), lw.const(n, T.int32), lw.const(1, T.int32), body,
                            carried, loc))
+
+
+def _lower_for_query(lw, node: ast.For, seq):
+    """``for index in wp.hash_grid_query(...)``: Warp's spelling of ``while next(query, index)``. The
+    query and the index it yields are hidden carried values, so the body may rebind the loop
+    variable (or reuse the query's name) without changing what the loop visits."""
+    loc = lw.src.loc(node)
+    step = REGISTRY[seq.type._tw_next_]
+    query = lw.new_value(seq.type, "query", mutable=True)
+    lw.stmts.append(ir.Assign(query, ir.Copy(seq), loc))
+    index = lw.new_value(T.int32, "index", mutable=True)
+    lw.stmts.append(ir.Assign(index, ir.Copy(lw.const(0, T.int32)), loc))
+    carried = carry(lw, node.body, node) + (query, index)
+    saved, lw.stmts = lw.stmts, []
+    found = lw.call(step.name, [query, index], node)
+    lw.stmts.append(ir.Assign(query, ir.Copy(lw.tuple_get(found, 1, node)), loc))
+    lw.stmts.append(ir.Assign(index, ir.Copy(lw.tuple_get(found, 2, node)), loc))
+    cond = lw.tuple_get(found, 0, node)
+    test, lw.stmts = lw.stmts, []
+    lw.bind(node.target.id, index, node)
+    head, lw.stmts = lw.stmts, saved
+    body = head + lower_body(lw, node.body)
+    lw.stmts.append(ir.While(test, cond, body, carried, loc))
 
 
 def lower_while(lw, node: ast.While):

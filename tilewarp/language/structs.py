@@ -183,6 +183,23 @@ def struct(cls):
     return new
 
 
+def native_struct(cpp: str, header: str, name: str | None = None):
+    """A struct type the native headers define (``header``, relative to native/, holds ``struct cpp``
+    with members ``f_<field>`` in the annotated order): the query objects of the geometry builtins.
+    Kernels use it like any ``@wp.struct`` (locals, loop-carried values, @wp.func parameters, field
+    reads, adjoints); the emitter includes ``header`` instead of printing a definition."""
+
+    def wrap(cls):
+        new = struct(cls)
+        new._cpp_ = new.native_name = cpp
+        new._tw_header_ = header
+        if name is not None:
+            new.__name__ = new.__qualname__ = name
+        return new
+
+    return wrap
+
+
 def _digest(*parts: str) -> str:
     """Stable across processes (never Python's salted hash())."""
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:8]
@@ -234,6 +251,8 @@ def cpp_field_type(t) -> str:
 
 def definition(t) -> list:
     """The C++ struct definition of struct type ``t``; natural alignment matches its ctypes twin."""
+    if getattr(t, "_tw_header_", None):  # a native_struct: its header defines it
+        return []
     lines = [f"struct {t._cpp_} {{  // {t.__qualname__}"]
     lines += [f"    {cpp_field_type(ft)} {cpp_field(n)};" for n, ft in t._tw_fields_.items()]
     return lines + ["};", ""]

@@ -1,0 +1,166 @@
+// wp.HashGrid in kernels: hash_grid_query / hash_grid_query_next / hash_grid_point_id.
+//
+// A grid id is the address (host or device, where the grid lives) of a hash_grid_t that
+// tilewarp/geometry/hash_grid.py writes after each build. Space is cut into cubic cells of edge
+// `cell_width`; the cell (x, y, z) of a point is floor(p / cell_width) per axis, clamped to int32,
+// and it is stored in the physical cell (x mod dim_x, y mod dim_y, z mod dim_z), so the grid covers
+// all of space with dim_x * dim_y * dim_z buckets. Points are sorted by bucket (then by group);
+// cell_starts / cell_ends delimit each bucket's run of the sorted order.
+//
+// Cells are computed in double precision from every point precision, by one function shared by the
+// build (_hash_grid_cell) and the queries: a point at distance <= r of a query point always lies in a
+// cell the query visits (floor of a monotone division is monotone), negative coordinates included
+// (floor, not truncation toward zero: NVIDIA/warp#1256). NaN goes to cell 0 and +-inf to the
+// int32 edges, for points and queries alike.
+#pragma once
+
+namespace tw {
+
+// Members are f_<field> as in the Python twin (tilewarp/builtins/hash_grid.py: HashGridDesc).
+struct hash_grid_t {
+    uint64_t f_point_ids;    // int32[num_points]: sorted position -> original point index
+    uint64_t f_cell_starts;  // int32[cells]
+    uint64_t f_cell_ends;    // int32[cells]
+    uint64_t f_groups;       // int32[num_points]: group of each sorted point; 0 when built without groups
+    double f_cell_width;
+    int32_t f_dim_x, f_dim_y, f_dim_z;
+    int32_t f_num_points;    // -1 until built or reserved
+};
+
+// What hash_grid_query returns and hash_grid_query_next advances (Python twin: HashGridQuery).
+struct hash_grid_query_t {
+    uint64_t f_grid;
+    int32_t f_x0, f_y0, f_z0;  // first physical cell per axis
+    int32_t f_nx, f_ny, f_nz;  // cells per axis (each physical cell at most once)
+    int32_t f_i, f_j, f_k;     // the next cell to open, as offsets from the first
+    int32_t f_cursor, f_end;   // the open cell's remaining run of sorted points
+    int32_t f_group, f_grouped;
+};
+
+namespace detail {
+// floor(x / w) as an int64 within int32's range; NaN -> 0.
+TW_FUNC int64_t hash_cell(double x, double w) {
+    double c = x / w;
+    if (!(c == c)) return 0;
+#if TW_IS_CUDA
+    c = ::floor(c);
+#else
+    c = std::floor(c);
+#endif
+    if (c < -2147483648.0) return -2147483647LL - 1;
+    if (c > 2147483647.0) return 2147483647LL;
+    return (int64_t)c;
+}
+
+TW_FUNC int32_t wrap_cell(int64_t c, int32_t n) {
+    int64_t m = c % n;
+    return (int32_t)(m < 0 ? m + n : m);
+}
+
+TW_FUNC const hash_grid_t& hash_grid_at(uint64_t id) { return *reinterpret_cast<const hash_grid_t*>(id); }
+
+// The run of positions [lo, hi) in the sorted points whose group is `group` (groups sorted within a cell).
+TW_FUNC void group_run(const int32_t* groups, int32_t& lo, int32_t& hi, int32_t group) {
+    int32_t a = lo, b = hi;
+    while (a < b) {  // first position with groups[p] >= group
+        int32_t m = a + (b - a) / 2;
+        if (groups[m] < group) a = m + 1; else b = m;
+    }
+    int32_t c = a, d = hi;
+    while (c < d) {  // first position with groups[p] > group
+        int32_t m = c + (d - c) / 2;
+        if (groups[m] <= group) c = m + 1; else d = m;
+    }
+    lo = a, hi = c;
+}
+
+// First physical cell and cell count along one axis for the virtual cells [lo, hi].
+TW_FUNC void hash_span(int64_t lo, int64_t hi, int32_t dim, int32_t& first, int32_t& count) {
+    int64_t n = hi - lo + 1;
+    if (n >= dim) {
+        first = 0, count = dim;
+    } else {
+        first = wrap_cell(lo, dim), count = (int32_t)n;
+    }
+}
+}  // namespace detail
+
+// The bucket of point p in a grid of dims (dx, dy, dz) and cell width w (the build's sort key).
+template <typename T>
+TW_FUNC int32_t hash_grid_cell(const vec_t<3, T>& p, double w, int32_t dx, int32_t dy, int32_t dz) {
+    int32_t x = detail::wrap_cell(detail::hash_cell((double)p.c[0], w), dx);
+    int32_t y = detail::wrap_cell(detail::hash_cell((double)p.c[1], w), dy);
+    int32_t z = detail::wrap_cell(detail::hash_cell((double)p.c[2], w), dz);
+    return (z * dy + y) * dx + x;
+}
+
+template <typename T, typename R>
+TW_FUNC hash_grid_query_t hash_grid_query(uint64_t id, const vec_t<3, T>& p, R radius, int32_t group,
+                                          bool grouped) {
+    hash_grid_query_t q = {};
+    q.f_grid = id;
+    q.f_group = group, q.f_grouped = grouped;
+    const hash_grid_t& g = detail::hash_grid_at(id);
+    if (g.f_num_points <= 0) {  // nothing built: an empty query
+        return q;
+    }
+    double r = (double)radius, w = g.f_cell_width;
+    int32_t* first[3] = {&q.f_x0, &q.f_y0, &q.f_z0};
+    int32_t* count[3] = {&q.f_nx, &q.f_ny, &q.f_nz};
+    int32_t dims[3] = {g.f_dim_x, g.f_dim_y, g.f_dim_z};
+    for (int a = 0; a < 3; ++a) {
+        double x = (double)p.c[a];
+        int64_t lo = detail::hash_cell(x - r, w), hi = detail::hash_cell(x + r, w);
+        if (!(x == x)) lo = hi = 0;  // a NaN query looks in cell 0, where NaN points are
+        if (hi < lo) hi = lo;
+        detail::hash_span(lo, hi, dims[a], *first[a], *count[a]);
+    }
+    return q;
+}
+
+template <typename T, typename R>
+TW_FUNC hash_grid_query_t hash_grid_query(uint64_t id, const vec_t<3, T>& p, R radius) {
+    return hash_grid_query(id, p, radius, 0, false);
+}
+
+template <typename T, typename R>
+TW_FUNC hash_grid_query_t hash_grid_query(uint64_t id, const vec_t<3, T>& p, R radius, int32_t group) {
+    return hash_grid_query(id, p, radius, group, true);
+}
+
+// (found, the advanced query, the candidate's original index or `index` unchanged when done)
+TW_FUNC tuple_t<bool, hash_grid_query_t, int32_t> hash_grid_query_next(hash_grid_query_t q, int32_t index) {
+    if (q.f_nx > 0) {
+        const hash_grid_t& g = detail::hash_grid_at(q.f_grid);
+        const int32_t* ids = reinterpret_cast<const int32_t*>(g.f_point_ids);
+        while (q.f_cursor >= q.f_end) {
+            if (q.f_k >= q.f_nz) return make_tuple<bool, hash_grid_query_t, int32_t>(false, q, index);
+            int64_t x = (int64_t)q.f_x0 + q.f_i, y = (int64_t)q.f_y0 + q.f_j, z = (int64_t)q.f_z0 + q.f_k;
+            x -= x >= g.f_dim_x ? g.f_dim_x : 0;
+            y -= y >= g.f_dim_y ? g.f_dim_y : 0;
+            z -= z >= g.f_dim_z ? g.f_dim_z : 0;
+            int32_t cell = (int32_t)((z * g.f_dim_y + y) * g.f_dim_x + x);
+            q.f_cursor = reinterpret_cast<const int32_t*>(g.f_cell_starts)[cell];
+            q.f_end = reinterpret_cast<const int32_t*>(g.f_cell_ends)[cell];
+            if (q.f_grouped && q.f_cursor < q.f_end) {
+                detail::group_run(reinterpret_cast<const int32_t*>(g.f_groups), q.f_cursor, q.f_end, q.f_group);
+            }
+            if (++q.f_i == q.f_nx) {
+                q.f_i = 0;
+                if (++q.f_j == q.f_ny) q.f_j = 0, ++q.f_k;
+            }
+        }
+        index = ids[q.f_cursor++];
+        return make_tuple<bool, hash_grid_query_t, int32_t>(true, q, index);
+    }
+    return make_tuple<bool, hash_grid_query_t, int32_t>(false, q, index);
+}
+
+// The original index of the point at position `index` of the grid's sorted order; -1 before a build.
+TW_FUNC int32_t hash_grid_point_id(uint64_t id, int32_t index) {
+    const hash_grid_t& g = detail::hash_grid_at(id);
+    if (g.f_num_points < 0 || index < 0 || index >= g.f_num_points) return -1;
+    return reinterpret_cast<const int32_t*>(g.f_point_ids)[index];
+}
+
+}  // namespace tw

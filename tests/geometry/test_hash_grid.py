@@ -1,0 +1,332 @@
+"""wp.HashGrid: neighbour sets against a float64 brute force and warp-lang, on random point clouds
+(negative coordinates and wrapped buckets included), every precision, groups, both loop spellings,
+two queries alive at once, the sorted order, and bad input."""
+import os
+
+import numpy as np
+import pytest
+
+import tilewarp as wp
+from conftest import load_both, need_warp
+
+THIS_FILE = os.path.abspath(__file__)
+
+CAP = 256  # candidates collected per point
+
+
+@wp.kernel
+def collect(grid: wp.uint64, radius: float, points: wp.array(dtype=wp.vec3), found: wp.array2d(dtype=int),
+            counts: wp.array(dtype=int)):
+    # every candidate the query yields, unfiltered (tests the cells visited, not only the hits)
+    i = wp.tid()
+    query = wp.hash_grid_query(grid, points[i], radius)
+    index = int(0)
+    n = int(0)
+    while wp.hash_grid_query_next(query, index):
+        if n < CAP:
+            found[i, n] = index
+        n += 1
+    counts[i] = n
+
+
+@wp.kernel
+def near_count(grid: wp.uint64, radius: float, points: wp.array(dtype=wp.vec3), counts: wp.array(dtype=int)):
+    i = wp.tid()
+    p = points[i]
+    n = int(0)
+    for index in wp.hash_grid_query(grid, p, radius):
+        if wp.length(p - points[index]) <= radius:
+            n += 1
+    counts[i] = n
+
+
+def _cloud(rng, n, low, high):
+    return (rng.random((n, 3)) * (high - low) + low).astype(np.float32)
+
+
+def _brute(points, radius):
+    p = points.astype(np.float64)
+    d = np.linalg.norm(p[:, None] - p[None], axis=-1)
+    return d <= radius
+
+
+@pytest.mark.parametrize("dims", [(16, 16, 16), (3, 5, 7), (1, 1, 1)])
+def test_candidates_cover_every_neighbour_once(device, dims):
+    """Each candidate is yielded at most once, and every point within the radius is among them,
+    with points spread over negative and positive coordinates (wrapped buckets in small grids)."""
+    rng = np.random.default_rng(1)
+    pts = _cloud(rng, 600, -3.0, 2.0)
+    radius = 0.35
+    grid = wp.HashGrid(*dims, device=device)
+    points = wp.array(pts, dtype=wp.vec3, device=device)
+    grid.build(points, radius)
+    found = wp.full((len(pts), CAP), -1, dtype=int, device=device)
+    counts = wp.zeros(len(pts), dtype=int, device=device)
+    wp.launch(collect, dim=len(pts), inputs=[grid.id, radius, points, found, counts], device=device)
+    near = _brute(pts, radius)
+    f, c = found.numpy(), counts.numpy()
+    if dims != (1, 1, 1):  # one bucket holds everything: every point is a candidate
+        assert c.max() <= CAP
+    for i in range(len(pts)):
+        got = f[i, :min(c[i], CAP)]
+        assert len(set(got.tolist())) == len(got), f"point {i}: a candidate repeats"
+        if c[i] <= CAP:
+            assert set(np.flatnonzero(near[i])) <= set(got.tolist()), f"point {i} misses a neighbour"
+    if dims == (1, 1, 1):
+        assert (c == len(pts)).all()
+
+
+@pytest.mark.parametrize("dtype", [wp.float16, wp.float32, wp.float64])
+def test_neighbour_counts_every_precision(device, dtype):
+    vec = wp.types.vector(3, dtype)
+
+    @wp.kernel
+    def count(grid: wp.uint64, radius: dtype, points: wp.array(dtype=vec), counts: wp.array(dtype=int)):
+        i = wp.tid()
+        p = points[i]
+        n = int(0)
+        for index in wp.hash_grid_query(grid, p, radius):
+            d = p - points[index]
+            if wp.float64(wp.dot(d, d)) <= wp.float64(radius) * wp.float64(radius):
+                n += 1
+        counts[i] = n
+
+    rng = np.random.default_rng(2)
+    pts = _cloud(rng, 500, -2.0, 2.0).astype(dtype._np_)
+    radius = 0.4
+    grid = wp.HashGrid(8, 8, 8, device=device, dtype=dtype)
+    points = wp.array(pts, dtype=vec, device=device)
+    grid.build(points, radius)
+    counts = wp.zeros(len(pts), dtype=int, device=device)
+    wp.launch(count, dim=len(pts), inputs=[grid.id, dtype(radius), points, counts], device=device)
+    p64 = pts.astype(np.float64)
+    d2 = ((p64[:, None] - p64[None]) ** 2).sum(-1)
+    if dtype is wp.float16:  # the kernel's dot is in half precision: allow points at the boundary
+        want = (d2 <= radius**2).sum(1)
+        assert np.abs(counts.numpy() - want).max() <= 2
+    else:
+        np.testing.assert_array_equal(counts.numpy(), (d2 <= np.float64(dtype._np_.type(radius)) ** 2).sum(1))
+
+
+KERNELS = """
+import WP as wp
+
+@wp.kernel
+def near_count(grid: wp.uint64, radius: float, points: wp.array(dtype=wp.vec3), counts: wp.array(dtype=int)):
+    i = wp.tid()
+    p = points[i]
+    query = wp.hash_grid_query(grid, p, radius)
+    index = int(0)
+    n = int(0)
+    while wp.hash_grid_query_next(query, index):
+        if wp.length(p - points[index]) <= radius:
+            n += 1
+    counts[i] = n
+"""
+
+
+def test_matches_warp():
+    """The same kernel text under warp-lang and tilewarp gives the same neighbour counts (CPU)."""
+    mods = load_both(KERNELS)
+    need_warp(mods)
+    rng = np.random.default_rng(3)
+    pts = _cloud(rng, 2000, -5.0, 5.0)
+    results = []
+    for mod in mods:
+        w = mod.wp
+        w.init()
+        grid = w.HashGrid(32, 32, 32, device="cpu")
+        points = w.array(pts, dtype=w.vec3, device="cpu")
+        grid.build(points, 0.5)
+        counts = w.zeros(len(pts), dtype=int, device="cpu")
+        w.launch(mod.near_count, dim=len(pts), inputs=[grid.id, 0.5, points, counts], device="cpu")
+        results.append(counts.numpy())
+    np.testing.assert_array_equal(results[0], results[1])
+    np.testing.assert_array_equal(results[0], _brute(pts, 0.5).sum(1))
+
+
+def test_negative_coordinates_use_floor(device):
+    """NVIDIA/warp#1256: truncation toward zero put -0.3 in cell 0; it belongs to cell -1, which
+    wraps to bucket 3 of 4, next to the point at 3.9 (0.2 apart across the period)."""
+
+    @wp.kernel
+    def periodic(grid: wp.uint64, radius: float, period: float, points: wp.array(dtype=wp.vec3),
+                 counts: wp.array(dtype=int)):
+        i = wp.tid()
+        p = points[i]
+        n = int(0)
+        for index in wp.hash_grid_query(grid, p, radius):
+            d = p - points[index]
+            x = d[0] - period * wp.round(d[0] / period)
+            if wp.abs(x) <= radius and wp.abs(d[1]) <= radius and wp.abs(d[2]) <= radius:
+                n += 1
+        counts[i] = n
+
+    grid = wp.HashGrid(4, 4, 4, device=device)
+    points = wp.array([[-0.3, 0.0, 0.0], [3.9, 0.0, 0.0]], dtype=wp.vec3, device=device)
+    grid.build(points, 1.0)
+    counts = wp.zeros(2, dtype=int, device=device)
+    wp.launch(periodic, dim=2, inputs=[grid.id, 0.5, 4.0, points, counts], device=device)
+    np.testing.assert_array_equal(counts.numpy(), [2, 2])
+
+
+def test_groups(device):
+    """A grouped query sees only its group's points; an ungrouped query on the same grid sees all."""
+
+    @wp.kernel
+    def grouped(grid: wp.uint64, radius: float, points: wp.array(dtype=wp.vec3), groups: wp.array(dtype=int),
+                same: wp.array(dtype=int), every: wp.array(dtype=int)):
+        i = wp.tid()
+        p = points[i]
+        n = int(0)
+        for index in wp.hash_grid_query(grid, p, radius, groups[i]):
+            if wp.length(p - points[index]) <= radius:
+                n += 1
+        same[i] = n
+        m = int(0)
+        for index in wp.hash_grid_query(grid, p, radius):
+            if wp.length(p - points[index]) <= radius:
+                m += 1
+        every[i] = m
+
+    rng = np.random.default_rng(4)
+    pts = _cloud(rng, 800, -1.0, 1.0)
+    g = rng.integers(-3, 4, size=len(pts)).astype(np.int32)
+    g[:5] = [2**31 - 1, -(2**31), 0, 2**31 - 1, -(2**31)]  # every int32 is a group id
+    grid = wp.HashGrid(16, 16, 16, device=device)
+    points = wp.array(pts, dtype=wp.vec3, device=device)
+    groups = wp.array(g, dtype=int, device=device)
+    grid.build(points, 0.3, groups=groups)
+    same = wp.zeros(len(pts), dtype=int, device=device)
+    every = wp.zeros(len(pts), dtype=int, device=device)
+    wp.launch(grouped, dim=len(pts), inputs=[grid.id, 0.3, points, groups, same, every], device=device)
+    near = _brute(pts, 0.3)
+    np.testing.assert_array_equal(same.numpy(), (near & (g[:, None] == g[None])).sum(1))
+    np.testing.assert_array_equal(every.numpy(), near.sum(1))
+
+
+def test_two_queries_alive_at_once(device):
+    """A query inside another query's loop (NVIDIA/warp#1258 for BVHs): each keeps its own state."""
+
+    @wp.kernel
+    def two_hops(grid: wp.uint64, radius: float, points: wp.array(dtype=wp.vec3), counts: wp.array(dtype=int)):
+        i = wp.tid()
+        p = points[i]
+        n = int(0)
+        for j in wp.hash_grid_query(grid, p, radius):
+            if wp.length(p - points[j]) <= radius:
+                q = points[j]
+                for k in wp.hash_grid_query(grid, q, radius):
+                    if wp.length(q - points[k]) <= radius:
+                        n += 1
+        counts[i] = n
+
+    rng = np.random.default_rng(5)
+    pts = _cloud(rng, 300, -1.0, 1.0)
+    grid = wp.HashGrid(8, 8, 8, device=device)
+    points = wp.array(pts, dtype=wp.vec3, device=device)
+    grid.build(points, 0.25)
+    counts = wp.zeros(len(pts), dtype=int, device=device)
+    wp.launch(two_hops, dim=len(pts), inputs=[grid.id, 0.25, points, counts], device=device)
+    near = _brute(pts, 0.25).astype(np.int64)
+    np.testing.assert_array_equal(counts.numpy(), near @ near.sum(1))
+
+
+def test_sorted_order_and_rebuild(device):
+    """hash_grid_point_id is a permutation ordered by bucket, stable within a bucket; a rebuild with
+    fewer, moved points replaces the old contents; -1 before any build."""
+
+    @wp.kernel
+    def ids(grid: wp.uint64, out: wp.array(dtype=int)):
+        i = wp.tid()
+        out[i] = wp.hash_grid_point_id(grid, i)
+
+    grid = wp.HashGrid(4, 4, 4, device=device)
+    before = wp.zeros(3, dtype=int, device=device)
+    wp.launch(ids, dim=3, inputs=[grid.id, before], device=device)
+    np.testing.assert_array_equal(before.numpy(), [-1, -1, -1])
+    rng = np.random.default_rng(6)
+    for n in (1000, 300):
+        pts = _cloud(rng, n, -4.0, 4.0)
+        grid.build(wp.array(pts, dtype=wp.vec3, device=device), 1.0)
+        out = wp.zeros(n, dtype=int, device=device)
+        wp.launch(ids, dim=n, inputs=[grid.id, out], device=device)
+        perm = out.numpy()
+        assert sorted(perm.tolist()) == list(range(n))
+        c = np.floor(pts.astype(np.float64)).astype(np.int64) % 4
+        bucket = (c[:, 2] * 4 + c[:, 1]) * 4 + c[:, 0]
+        np.testing.assert_array_equal(perm, np.argsort(bucket, kind="stable"))
+
+
+def test_multidimensional_points(device):
+    rng = np.random.default_rng(7)
+    pts = _cloud(rng, 200, 0.0, 1.0)
+    grid = wp.HashGrid(8, 8, 8, device=device)
+    points2d = wp.array(pts.reshape(10, 20, 3), dtype=wp.vec3, device=device)
+    grid.build(points2d, 0.2)
+    flat = wp.array(pts, dtype=wp.vec3, device=device)
+    counts = wp.zeros(len(pts), dtype=int, device=device)
+    wp.launch(near_count, dim=len(pts), inputs=[grid.id, 0.2, flat, counts], device=device)
+    np.testing.assert_array_equal(counts.numpy(), _brute(pts, 0.2).sum(1))
+
+
+def test_empty_and_unbuilt(device):
+    """An unbuilt grid and an empty build both answer every query with nothing."""
+    pts = wp.array([[0.0, 0.0, 0.0]], dtype=wp.vec3, device=device)
+    counts = wp.full(1, 7, dtype=int, device=device)
+    grid = wp.HashGrid(4, 4, 4, device=device)
+    wp.launch(near_count, dim=1, inputs=[grid.id, 1.0, pts, counts], device=device)
+    assert counts.numpy()[0] == 0
+    grid.build(wp.zeros(0, dtype=wp.vec3, device=device), 1.0)
+    wp.launch(near_count, dim=1, inputs=[grid.id, 1.0, pts, counts], device=device)
+    assert counts.numpy()[0] == 0
+
+
+# ---- bad input -------------------------------------------------------------------------------------
+
+
+def test_bad_construction_and_build():
+    with pytest.raises(TypeError, match="dtype"):
+        wp.HashGrid(4, 4, 4, dtype=wp.int32)
+    with pytest.raises(TypeError, match="integers"):
+        wp.HashGrid(4.5, 4, 4)
+    with pytest.raises(RuntimeError, match="positive"):
+        wp.HashGrid(0, 4, 4)
+    with pytest.raises(RuntimeError, match="exceeds"):
+        wp.HashGrid(1291, 1291, 1291)
+    grid = wp.HashGrid(4, 4, 4, device="cpu")
+    with pytest.raises(TypeError, match="vec3"):
+        grid.build(wp.zeros(3, dtype=wp.vec3d), 1.0)
+    with pytest.raises(TypeError, match="wp.array"):
+        grid.build(np.zeros((3, 3), np.float32), 1.0)
+    for bad in (0.0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match="positive"):
+            grid.build(wp.zeros(3, dtype=wp.vec3), bad)
+    with pytest.raises(RuntimeError, match="int32"):
+        grid.build(wp.zeros(3, dtype=wp.vec3), 1.0, groups=wp.zeros(3, dtype=wp.float32))
+    with pytest.raises(RuntimeError, match="same length"):
+        grid.build(wp.zeros(3, dtype=wp.vec3), 1.0, groups=wp.zeros(4, dtype=wp.int32))
+
+
+@wp.kernel
+def k_next_on_element(grid: wp.uint64, out: wp.array(dtype=int)):
+    query = wp.hash_grid_query(grid, wp.vec3(0.0), 1.0)
+    while wp.hash_grid_query_next(query, out[0]):  # <- error
+        pass
+
+
+@wp.kernel
+def k_query_vec2(grid: wp.uint64, out: wp.array(dtype=int)):
+    query = wp.hash_grid_query(grid, wp.vec2(0.0), 1.0)  # <- error  # noqa: F841
+
+
+@pytest.mark.parametrize("kernel, fragment", [(k_next_on_element, "local variable"), (k_query_vec2, "vec3")])
+def test_kernel_errors_name_the_line(kernel, fragment):
+    import inspect
+
+    lines, first = inspect.getsourcelines(kernel)
+    line = first + next(k for k, text in enumerate(lines) if "# <- error" in text)
+    with pytest.raises(wp.KernelTypeError) as info:
+        wp.launch(kernel, dim=1, inputs=[0, wp.zeros(1, dtype=int)], device="cpu")
+    msg = str(info.value)
+    assert f"{THIS_FILE}:{line}:" in msg and fragment in msg, msg

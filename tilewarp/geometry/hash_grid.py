@@ -1,0 +1,234 @@
+"""``wp.HashGrid``: bucket points into a hashed grid of cubic cells for neighbour queries in kernels.
+
+The build runs as tilewarp kernels on the grid's device (the CPU's thread pool, or the GPU): each
+point's bucket (the same C++ function the queries use, ``native/geometry/hash_grid.h``), a stable
+radix sort of (bucket[, group]) keys with the point indices (``wp.utils.radix_sort_pairs``), then
+the start and end of each bucket's run. Its result is deterministic: the sort is stable, so points
+sharing a bucket keep their input order and queries visit them the same way every run.
+
+The grid id handed to kernels is the address of a one-element array holding the descriptor
+(``HashGridDesc``), rewritten by a one-thread kernel after each build, so builds stay in stream
+order (and inside graph capture) with no host round trip.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import tilewarp as wp
+
+from .. import utils
+from ..builtins.hash_grid import HashGridDesc
+from ..language import types as T
+from ..runtime.array import array, empty, zeros
+from ..runtime.device import get_device
+
+MAX_CELLS = (1 << 31) - 1
+_VEC = {T.float16: T.vec3h, T.float32: T.vec3, T.float64: T.vec3d}
+
+
+@wp.kernel(enable_backward=False)
+def _bucket_keys(points: wp.array(dtype=Any), width: wp.float64, dx: int, dy: int, dz: int,
+                 keys: wp.array(dtype=wp.int32), ids: wp.array(dtype=wp.int32)):
+    i = wp.tid()
+    keys[i] = wp._hash_grid_cell(points[i], width, dx, dy, dz)
+    ids[i] = i
+
+
+@wp.kernel(enable_backward=False)
+def _group_keys(points: wp.array(dtype=Any), groups: wp.array(dtype=wp.int32), width: wp.float64, dx: int,
+                dy: int, dz: int, keys: wp.array(dtype=wp.int64), ids: wp.array(dtype=wp.int32)):
+    # bucket in the high 32 bits, the group (offset to be non-negative) in the low ones
+    i = wp.tid()
+    cell = wp.int64(wp._hash_grid_cell(points[i], width, dx, dy, dz))
+    keys[i] = cell * wp.int64(4294967296) + wp.int64(groups[i]) + wp.int64(2147483648)
+    ids[i] = i
+
+
+@wp.kernel(enable_backward=False)
+def _runs(keys: wp.array(dtype=wp.int32), n: int, starts: wp.array(dtype=wp.int32),
+          ends: wp.array(dtype=wp.int32)):
+    i = wp.tid()
+    c = keys[i]
+    if i == 0 or keys[i - 1] != c:
+        starts[c] = i
+    if i == n - 1 or keys[i + 1] != c:
+        ends[c] = i + 1
+
+
+@wp.kernel(enable_backward=False)
+def _group_runs(keys: wp.array(dtype=wp.int64), n: int, starts: wp.array(dtype=wp.int32),
+                ends: wp.array(dtype=wp.int32)):
+    i = wp.tid()
+    c = wp.int32(keys[i] >> wp.int64(32))
+    if i == 0 or wp.int32(keys[i - 1] >> wp.int64(32)) != c:
+        starts[c] = i
+    if i == n - 1 or wp.int32(keys[i + 1] >> wp.int64(32)) != c:
+        ends[c] = i + 1
+
+
+@wp.kernel(enable_backward=False)
+def _gather_groups(ids: wp.array(dtype=wp.int32), groups: wp.array(dtype=wp.int32),
+                   out: wp.array(dtype=wp.int32)):
+    i = wp.tid()
+    out[i] = groups[ids[i]]
+
+
+@wp.kernel(enable_backward=False)
+def _store(desc: wp.array(dtype=HashGridDesc), value: HashGridDesc):
+    desc[0] = value
+
+
+class HashGrid:
+    """A hashed grid of ``dim_x * dim_y * dim_z`` buckets over all of space (Warp's ``wp.HashGrid``):
+    cells are cubes of the width given to :meth:`build`; a cell at (x, y, z) lands in bucket
+    (x mod dim_x, y mod dim_y, z mod dim_z). Kernels take its :attr:`id` (a ``wp.uint64``) and query
+    it with ``wp.hash_grid_query`` / ``wp.hash_grid_query_next``."""
+
+    def __new__(cls, *args, **kwargs):
+        self = super().__new__(cls)
+        self.id = None  # until __init__ has buffers (a bare __new__ then __del__ must work, as in Warp)
+        return self
+
+    def __init__(self, dim_x, dim_y, dim_z, device=None, dtype=None):
+        dtype = T.float32 if dtype is None else dtype
+        if dtype not in _VEC:
+            raise TypeError(f"Unsupported dtype {dtype} for HashGrid. Supported types: float16, float32, float64")
+        try:
+            dims = tuple(operator.index(d) for d in (dim_x, dim_y, dim_z))
+        except TypeError as e:
+            raise TypeError("HashGrid dimensions must be integers") from e
+        if min(dims) <= 0:
+            raise RuntimeError("Hash grid dimensions must be positive")
+        cells = dims[0] * dims[1] * dims[2]
+        if cells > MAX_CELLS:
+            raise RuntimeError(f"Hash grid cell count exceeds supported limit: {dims[0]} * {dims[1]} * {dims[2]} "
+                               f"= {cells} > {MAX_CELLS}")
+        self.device = get_device(device)
+        self.dtype = dtype
+        self._dims = dims
+        self._cells = cells
+        self._capacity = 0
+        self._grouped_capacity = 0
+        self._starts = self._ends = None
+        self.reserved = False
+        self.groups = None
+        self.points = None
+        self._desc = zeros(1, dtype=HashGridDesc, device=self.device)
+        self.id = self._desc.ptr
+        self._write(num_points=-1)
+
+    def __del__(self):
+        # the buffers are arrays, freed with this object; forget the id so a stale copy reads as one
+        self.id = None
+
+    @property
+    def dim_x(self):
+        return self._dims[0]
+
+    @property
+    def dim_y(self):
+        return self._dims[1]
+
+    @property
+    def dim_z(self):
+        return self._dims[2]
+
+    # ---- buffers -------------------------------------------------------------------------------
+
+    def reserve(self, num_points, with_groups=False):
+        """Allocate for builds of up to ``num_points`` points (with groups too if ``with_groups``), so
+        later builds of that size allocate nothing (as before a graph capture)."""
+        n = operator.index(num_points)
+        if n < 0:
+            raise ValueError(f"num_points must be non-negative, got {n}")
+        self._ensure(n, with_groups)
+        if not self.reserved:
+            self._write(num_points=0)
+        self.reserved = True
+
+    def _ensure(self, n: int, grouped: bool):
+        if self._starts is None:
+            self._starts = empty(self._cells, dtype=T.int32, device=self.device)
+            self._ends = empty(self._cells, dtype=T.int32, device=self.device)
+        if n > self._capacity:
+            # sorts take 2n elements (Warp's convention for radix_sort_pairs)
+            self._keys = empty(2 * n, dtype=T.int32, device=self.device)
+            self._ids = empty(2 * n, dtype=T.int32, device=self.device)
+            self._capacity = n
+        if grouped and n > self._grouped_capacity:
+            self._keys64 = empty(2 * n, dtype=T.int64, device=self.device)
+            self._sorted_groups = empty(n, dtype=T.int32, device=self.device)
+            self._grouped_capacity = n
+
+    # ---- the build -----------------------------------------------------------------------------
+
+    def build(self, points: array, radius, groups: array | None = None):
+        """Bucket ``points`` (an array of vec3h / vec3 / vec3d, as the grid's dtype) into cells of width
+        ``radius``; with ``groups`` (int32, one per point) queries may ask for one group's points."""
+        points, groups, width = self._checked(points, radius, groups)
+        n = points.size
+        self._ensure(n, groups is not None)
+        self._starts.zero_()
+        self._ends.zero_()
+        dims = list(self._dims)
+        if n:
+            if groups is None:
+                keys, ids = self._keys, self._ids
+                wp.launch(_bucket_keys, dim=n, inputs=[points, width, *dims, keys, ids], device=self.device,
+                          record_tape=False)
+                utils.radix_sort_pairs(keys, ids, n, 0, max(1, (self._cells - 1).bit_length()))
+                wp.launch(_runs, dim=n, inputs=[keys, n, self._starts, self._ends], device=self.device,
+                          record_tape=False)
+            else:
+                keys, ids = self._keys64, self._ids
+                wp.launch(_group_keys, dim=n, inputs=[points, groups, width, *dims, keys, ids],
+                          device=self.device, record_tape=False)
+                utils.radix_sort_pairs(keys, ids, n, 0, 32 + max(1, (self._cells - 1).bit_length()))
+                wp.launch(_group_runs, dim=n, inputs=[keys, n, self._starts, self._ends], device=self.device,
+                          record_tape=False)
+                wp.launch(_gather_groups, dim=n, inputs=[ids, groups, self._sorted_groups], device=self.device,
+                          record_tape=False)
+        self.points, self.groups = points, groups
+        self._write(num_points=n, width=width, grouped=groups is not None)
+        self.reserved = True
+
+    def _checked(self, points, radius, groups):
+        vec = _VEC[self.dtype]
+        if not isinstance(points, array):
+            raise TypeError(f"HashGrid.build(): points must be a wp.array of {vec.__name__}, "
+                            f"got {type(points).__name__}")
+        if points.dtype is not vec:
+            raise TypeError(f"Hash grid points should have type {vec.__name__}, got {T.type_name(points.dtype)}")
+        width = float(radius)
+        if not width > 0.0:  # NaN too
+            raise ValueError(f"Hash grid cell width must be positive, got {radius}")
+        if points.device != self.device:
+            raise RuntimeError(f"points must live on the same device as this HashGrid ({self.device}), "
+                               f"got {points.device}")
+        if points.ndim > 1:
+            points = points.contiguous().flatten()
+        if groups is not None:
+            if not isinstance(groups, array) or groups.dtype is not T.int32:
+                raise RuntimeError("groups should be an array of type wp.int32")
+            if groups.device != self.device:
+                raise RuntimeError(f"groups must live on the same device as this HashGrid ({self.device}), "
+                                   f"got {groups.device}")
+            if groups.size != points.size:
+                raise RuntimeError(f"groups must have the same length as points ({points.size}), got {groups.size}")
+            if groups.ndim > 1:
+                groups = groups.contiguous().flatten()
+        return points, groups, width
+
+    def _write(self, num_points: int, width: float = 1.0, grouped: bool = False):
+        d = HashGridDesc()
+        if self._capacity:
+            d.point_ids = self._ids.ptr
+        if self._starts is not None:
+            d.cell_starts, d.cell_ends = self._starts.ptr, self._ends.ptr
+        if grouped:
+            d.groups = self._sorted_groups.ptr
+        d.cell_width = width
+        d.dim_x, d.dim_y, d.dim_z = self._dims
+        d.num_points = num_points
+        wp.launch(_store, dim=1, inputs=[self._desc, d], device=self.device, record_tape=False)
