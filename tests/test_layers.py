@@ -16,7 +16,7 @@ LAYERS = [
     ("compiler", ["ir", "frontend", "autodiff", "tiling", "emit", "compile"]),
     ("runtime", ["runtime"]),
     ("api", ["api", "__init__"]),
-    ("libraries", ["block_programs", "pallas", "arrange", "autograd", "utils", "optim", "render", "distributed", "geometry"]),
+    ("libraries", ["block_programs", "pallas", "arrange", "autograd", "utils", "optim", "render", "distributed", "geometry", "examples"]),
 ]
 ORDER = {unit: k for k, unit in enumerate(u for _, units in LAYERS for u in units)}
 LAYER_OF = {unit: name for name, units in LAYERS for unit in units}
@@ -24,7 +24,7 @@ LAYER_OF = {unit: name for name, units in LAYERS for unit in units}
 #: (importing module, imported unit): why the import may run upwards
 LAZY_LIBRARIES = ("Warp scripts use wp.render, wp.optim, wp.utils, wp.autograd and wp.HashGrid ... without "
                   "importing them: the package's __getattr__ loads each on first use")
-ALLOWED = {("tilewarp", unit): LAZY_LIBRARIES for unit in ("render", "optim", "utils", "autograd", "geometry")}
+ALLOWED = {("tilewarp", unit): LAZY_LIBRARIES for unit in ("render", "optim", "utils", "autograd", "geometry", "examples")}
 
 
 def _modules() -> dict:

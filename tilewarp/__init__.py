@@ -17,6 +17,9 @@ from .language.types import (  # noqa: F401
 from .language.types import bool_ as bool  # noqa: F401
 from .language.structs import struct  # noqa: F401
 from .builtins.hash_grid import HashGridQuery  # noqa: F401
+from .builtins.bvh import BvhQuery, MeshQueryAABB  # noqa: F401
+from .builtins.bvh import MeshQueryAABB as MeshQuery  # noqa: F401
+from .builtins.mesh import MeshQueryPoint, MeshQueryRay  # noqa: F401
 from .builtins import REGISTRY as _REGISTRY
 from .builtins.registry import public as _public
 # the compiler's user-facing objects: @wp.func, wp.static, custom gradients
@@ -26,7 +29,8 @@ from .autodiff.custom import adjoint, func_grad, func_replay, grad  # noqa: F401
 # the runtime: devices, arrays, streams, events, graphs, interop
 from .runtime.device import (  # noqa: F401
     Device, ScopedDevice, get_cuda_device_count, get_cuda_devices, get_device, get_devices,
-    get_preferred_device, is_cuda_available, is_mempool_enabled, is_mempool_supported, set_device, synchronize,
+    get_preferred_device, is_cpu_available, is_cubql_available, is_cuda_available, is_mempool_enabled,
+    is_mempool_supported, set_device, synchronize,
     synchronize_device)
 from .runtime.array import (  # noqa: F401
     array, array1d, array2d, array3d, array4d, clone, copy, empty, empty_like, from_numpy, full, full_like,
@@ -84,7 +88,7 @@ def clear_kernel_cache():
 
 
 #: the geometry library's objects (tilewarp/geometry), loaded on first use like the libraries below
-_GEOMETRY = frozenset({"HashGrid"})
+_GEOMETRY = frozenset({"HashGrid", "Bvh", "Mesh"})
 
 
 def __getattr__(name):
@@ -99,6 +103,8 @@ def __getattr__(name):
         import tilewarp.utils  # noqa: F401
     elif name == "autograd":
         import tilewarp.autograd  # noqa: F401
+    elif name == "examples":
+        import tilewarp.examples  # noqa: F401
     elif name in _GEOMETRY:
         import tilewarp.geometry
 

@@ -75,10 +75,54 @@ PARAMS: dict[str, tuple[tuple[str, ...], ...]] = {
     "transform_set_rotation": (("xform", "q"),),
     "transform_set_translation": (("xform", "p"),),
     "velocity_at_point": (("qd", "r"),),
+    "closest_point_edge_edge": (("p1", "q1", "p2", "q2", "epsilon"),),
+    "intersect_tri_tri": (("v0", "v1", "v2", "u0", "u1", "u2"),),
+    "noise": (("state", "x"), ("state", "xy"), ("state", "xyz"), ("state", "xyzt")),
+    "pnoise": (("state", "x", "px"), ("state", "xy", "px", "py"), ("state", "xyz", "px", "py", "pz"),
+               ("state", "xyzt", "px", "py", "pz", "pt")),
+    "curlnoise": tuple(("state", x, "octaves", "lacunarity", "gain") for x in ("xy", "xyz", "xyzt")),
 }
 
+
+PARAMS.update({
+    "bvh_query_aabb": (("id", "low", "high", "root"),),
+    "bvh_query_ray": (("id", "start", "dir", "root"),),
+    "bvh_query_sphere": (("id", "center", "radius", "root"),),
+    "bvh_query_capsule": (("id", "start", "dir", "radius", "root"),),
+    "bvh_query_next": (("query", "index", "max_dist"),),
+    "bvh_get_group_root": (("id", "group"),),
+    "hash_grid_query": (("id", "point", "max_dist"), ("id", "point", "max_dist", "group")),
+    "hash_grid_query_next": (("query", "index"),),
+    "hash_grid_point_id": (("id", "index"),),
+    **_same(("id", "point", "max_dist"), "mesh_query_point", "mesh_query_point_no_sign"),
+    "mesh_query_point_sign_normal": (("id", "point", "max_dist", "epsilon"),),
+    "mesh_query_point_sign_winding_number": (("id", "point", "max_dist", "accuracy", "threshold"),),
+    "mesh_query_point_sign_parity": (("id", "point", "max_dist", "n_sample", "perturbation_scale"),),
+    "mesh_query_furthest_point_no_sign": (("id", "point", "min_dist"),),
+    **_same(("id", "start", "dir", "max_t", "root"), "mesh_query_ray", "mesh_query_ray_anyhit"),
+    "mesh_query_ray_count_intersections": (("id", "start", "dir", "root"),),
+    "mesh_query_aabb": (("id", "low", "high"),),
+    "mesh_query_sphere": (("id", "center", "radius"),),
+    **_same(("query", "index"), "mesh_query_next", "mesh_query_aabb_next"),
+    **_same(("id", "face", "bary_u", "bary_v"), "mesh_eval_position", "mesh_eval_velocity"),
+    "mesh_eval_face_normal": (("id", "face"),),
+    **_same(("id", "index"), "mesh_get_point", "mesh_get_velocity", "mesh_get_index"),
+    "mesh_get_bvh": (("id",),),
+    **_same(("id", "group"), "mesh_get_group_root"),
+})
+
 #: values Warp gives parameters a call leaves out, where the type rule still needs them
-DEFAULTS: dict[str, dict[str, float]] = {"expect_near": {"tolerance": 1e-6}}
+DEFAULTS: dict[str, dict[str, float]] = {
+    **{f"bvh_query_{k}": {"root": -1} for k in ("aabb", "ray", "sphere", "capsule")},
+    "bvh_query_next": {"max_dist": float("inf")},
+    **{name: {"root": -1} for name in ("mesh_query_ray", "mesh_query_ray_anyhit",
+                                       "mesh_query_ray_count_intersections")},
+    "mesh_query_point_sign_normal": {"epsilon": 1e-3},
+    "mesh_query_point_sign_winding_number": {"accuracy": 2.0, "threshold": 0.5},
+    "mesh_query_point_sign_parity": {"n_sample": 1, "perturbation_scale": 0.1},
+    "expect_near": {"tolerance": 1e-6},
+    "curlnoise": {"octaves": 1, "lacunarity": 2.0, "gain": 0.5},
+}
 
 _MISSING = object()
 

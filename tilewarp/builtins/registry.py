@@ -51,6 +51,11 @@ class Builtin:
     # then the new value of each, and the frontend rebinds those local variables, e.g.
     # ``wp.hash_grid_query_next(query, index)`` advances ``query`` and sets ``index``
     updates: tuple = ()
+    # Warp's older output-argument form of a builtin returning a struct: ``(k, fields)`` says it may be
+    # called with local variables after its first k arguments, which receive those fields of the
+    # result, the call's value being the ``result`` field, e.g. ``wp.mesh_query_point(id, p, d, sign,
+    # face, u, v)``
+    legacy: tuple | None = None
     # a native header beyond the umbrella ``tilewarp.h`` (relative to native/), included only by the
     # kernels that call the builtin, so the geometry family costs nothing to the others' compiles
     header: str | None = None

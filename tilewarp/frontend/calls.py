@@ -7,6 +7,7 @@ import builtins as py
 from ..language import types as T
 from ..builtins import REGISTRY, Builtin
 from ..builtins.operators import BINARY
+from ..builtins import params as signatures
 from ..builtins.params import bind
 from ..builtins.random import ADVANCE, PARAMS
 from ..errors import KernelSyntaxError, KernelTypeError
@@ -100,6 +101,8 @@ def _builtin(lw, func: Builtin, node):
         return _writing_arguments(lw, func, node)
     if func.updates:
         return _updating_arguments(lw, func, node)
+    if func.legacy and len(node.args) >= func.legacy[0] + len(func.legacy[1]):
+        return _legacy_outputs(lw, func, node)
     return lw.call(func.name, [lw.value(a) for a in node.args], node)
 
 
@@ -127,6 +130,9 @@ def written_arguments(func: Builtin, args: list) -> list:
         return args[:1]
     if func.updates:
         return [args[k] for k in func.updates if k < len(args)]
+    if func.legacy and len(args) >= func.legacy[0] + len(func.legacy[1]):
+        k, fields = func.legacy
+        return args[k:k + len(fields)]
     return args[len(args) - func.outputs:] if func.outputs and len(args) > func.outputs else []
 
 
@@ -165,6 +171,34 @@ def _updating_arguments(lw, func: Builtin, node):
     for k, t in enumerate(targets):
         lw.bind(t.id, lw.tuple_get(result, k + 1, node), node)
     return lw.tuple_get(result, 0, node)
+
+
+def _legacy_outputs(lw, func: Builtin, node):
+    """``wp.mesh_query_point(id, p, d, sign, face, u, v)``: Warp's older form, lowered to the struct form
+    (``r = wp.mesh_query_point(id, p, d)``) with the output variables rebound to ``r``'s fields and
+    ``r.result`` as the value. Parameters after the outputs that the call leaves out take Warp's
+    defaults."""
+    k, fields = func.legacy
+    targets = node.args[k:k + len(fields)]
+    for t in targets:
+        if not (isinstance(t, ast.Name) and isinstance(lw.symbols.get(t.id), ir.Value)):
+            raise KernelTypeError(f"{func.name}() writes into its argument '{ast.unparse(t)}': pass a local "
+                                  "variable assigned before the call", lw.src.loc(t))
+    inputs = [lw.value(a) for a in node.args[:k] + node.args[k + len(fields):]]
+    form = signatures.PARAMS.get(func.name, ((),))[0]
+    defaults = signatures.DEFAULTS.get(func.name, {})
+    for name in form[len(inputs):]:
+        if name in defaults:
+            inputs.append(lw.value(ast.copy_location(ast.Constant(defaults[name]), node)))
+    result = lw.call(func.name, inputs, node)
+    for t, field in zip(targets, fields):
+        value = lw.call("struct_get", [result], node, (field,))
+        declared = lw.symbols[t.id].type
+        if declared != value.type:
+            raise KernelTypeError(f"{func.name}(): output argument '{t.id}' is a {T.type_name(declared)}, "
+                                  f"the {field} stored there is a {T.type_name(value.type)}", lw.src.loc(t))
+        lw.bind(t.id, value, node)
+    return lw.call("struct_get", [result], node, ("result",))
 
 
 def _advancing(lw, name, node):

@@ -5,7 +5,9 @@ kernel-side queries are ordinary builtins (``tilewarp/builtins/hash_grid.py`` ..
 
 Scripts reach these as ``wp.HashGrid`` ...: the package's ``__getattr__`` loads this library on first
 use (``import tilewarp`` stays light)."""
+from .bvh import Bvh  # noqa: F401
 from .hash_grid import HashGrid  # noqa: F401
+from .mesh import Mesh  # noqa: F401
 
 #: the names ``wp.<name>`` resolves here
-PUBLIC = ("HashGrid",)
+PUBLIC = ("HashGrid", "Bvh", "Mesh")

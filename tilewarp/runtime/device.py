@@ -201,6 +201,17 @@ def is_cuda_available() -> bool:
     return get_cuda_device_count() > 0
 
 
+def is_cpu_available() -> bool:
+    """Warp's ``wp.is_cpu_available()``: the CPU device always runs kernels here (the host compiler
+    is found, or the first CPU launch says why not)."""
+    return True
+
+
+def is_cubql_available() -> bool:
+    """Warp's ``wp.is_cubql_available()``: tilewarp builds its trees itself, without NVIDIA's cuBQL."""
+    return False
+
+
 def _make(kind: str, ordinal: int) -> Device:
     alias = "cpu" if kind == "cpu" else f"cuda:{ordinal}"
     if alias not in _devices:

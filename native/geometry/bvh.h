@@ -1,0 +1,459 @@
+// wp.Bvh (and the tree inside wp.Mesh) in kernels: the node layout, the build steps the Python side
+// launches (tilewarp/geometry/bvh.py), the refit, and the iterating queries (bvh_query_* / *_next).
+//
+// Layout. A tree over N items has 2N-1 nodes: internal nodes 0..N-2 (the root is 0) and one leaf per
+// sorted item at N-1+k (with N = 1 the single leaf is node 0). A node is 32 bytes: its box, and
+// either two children (left, right >= 0) or, for a leaf, the run [~left, right) of the sorted item
+// order `items` (left < 0). Internal nodes whose run holds at most leaf_size items are re-marked as
+// leaves after the build, so one leaf may hold several items and the nodes below it are unreachable.
+//
+// Build (LBVH, after Karras 2012): items sorted by the Morton code of their box centre (ties by
+// position), each internal node finds its run and split from the sorted codes alone, so every node
+// is built in parallel; boxes then come from one bottom-up refit pass.
+//
+// Iterating queries keep no stack: they walk the tree with parent links (state: the node, where the
+// walk came from, and the open leaf's run), so a query is a small value that copies, checkpoints and
+// nests freely. Two queries alive in one kernel cannot corrupt each other (NVIDIA/warp#1258) and no
+// tree depth overflows anything.
+#pragma once
+
+namespace tw {
+
+struct bvh_node_t {
+    vec_t<3, float> lower;
+    int32_t left;
+    vec_t<3, float> upper;
+    int32_t right;
+};
+
+// Members f_<field> as in the Python twin (tilewarp/builtins/bvh.py: BvhDesc).
+struct bvh_t {
+    uint64_t f_nodes;     // bvh_node_t[2N-1]
+    uint64_t f_parents;   // int32[2N-1], -1 at the root
+    uint64_t f_ranges;    // int32[2 * (2N-1)]: first and last sorted position under each node
+    uint64_t f_counters;  // int32[2N-1]: arrivals during a refit (zeroed before each)
+    uint64_t f_items;     // int32[N]: sorted position -> item index
+    uint64_t f_keys;      // uint64[N]: the sorted Morton keys (the build's input)
+    uint64_t f_lowers;    // vec3[N] item boxes (wp.Bvh), or 0 for a mesh's triangles:
+    uint64_t f_uppers;
+    uint64_t f_points;    // vec3[]: a mesh's vertices
+    uint64_t f_indices;   // int32[3 * N]: a mesh's triangles
+    uint64_t f_group_ids;    // int32[G]: the distinct group ids, ascending (0 without groups)
+    uint64_t f_group_roots;  // int32[G]: the node holding exactly each group's items
+    int32_t f_num_items;
+    int32_t f_num_nodes;
+    int32_t f_num_groups;
+    int32_t f_leaf_size;
+};
+
+namespace detail {
+TW_FUNC const bvh_t& bvh_at(uint64_t id) { return *reinterpret_cast<const bvh_t*>(id); }
+TW_FUNC bvh_node_t* bvh_nodes(const bvh_t& b) { return reinterpret_cast<bvh_node_t*>(b.f_nodes); }
+TW_FUNC const int32_t* bvh_i32(uint64_t p) { return reinterpret_cast<const int32_t*>(p); }
+TW_FUNC int32_t* bvh_i32w(uint64_t p) { return reinterpret_cast<int32_t*>(p); }
+TW_FUNC const vec_t<3, float>* bvh_vec3(uint64_t p) { return reinterpret_cast<const vec_t<3, float>*>(p); }
+
+TW_FUNC float fmin_(float a, float b) { return b < a ? b : a; }
+TW_FUNC float fmax_(float a, float b) { return b > a ? b : a; }
+TW_FUNC vec_t<3, float> vmin(const vec_t<3, float>& a, const vec_t<3, float>& b) {
+    return vec_t<3, float>(fmin_(a.c[0], b.c[0]), fmin_(a.c[1], b.c[1]), fmin_(a.c[2], b.c[2]));
+}
+TW_FUNC vec_t<3, float> vmax(const vec_t<3, float>& a, const vec_t<3, float>& b) {
+    return vec_t<3, float>(fmax_(a.c[0], b.c[0]), fmax_(a.c[1], b.c[1]), fmax_(a.c[2], b.c[2]));
+}
+
+// The box of item `item` (an index into the user's arrays).
+TW_FUNC void bvh_item_box(const bvh_t& b, int32_t item, vec_t<3, float>& lo, vec_t<3, float>& hi) {
+    if (b.f_lowers) {
+        lo = bvh_vec3(b.f_lowers)[item], hi = bvh_vec3(b.f_uppers)[item];
+    } else {
+        const int32_t* tri = bvh_i32(b.f_indices) + 3 * item;
+        const vec_t<3, float>* p = bvh_vec3(b.f_points);
+        lo = vmin(vmin(p[tri[0]], p[tri[1]]), p[tri[2]]);
+        hi = vmax(vmax(p[tri[0]], p[tri[1]]), p[tri[2]]);
+    }
+}
+
+TW_FUNC int clz64(uint64_t x) {
+#if TW_IS_CUDA
+    return __clzll((long long)x);
+#else
+    return x ? __builtin_clzll(x) : 64;
+#endif
+}
+
+TW_FUNC int clz32(uint32_t x) {
+#if TW_IS_CUDA
+    return __clz((int)x);
+#else
+    return x ? __builtin_clz(x) : 32;
+#endif
+}
+
+// Length of the common prefix of sorted keys i and j (ties broken by position), -1 outside [0, n).
+TW_FUNC int bvh_delta(const uint64_t* keys, int32_t n, int32_t i, int32_t j) {
+    if (j < 0 || j >= n) return -1;
+    uint64_t a = keys[i], b = keys[j];
+    return a != b ? clz64(a ^ b) : 64 + clz32((uint32_t)(i ^ j));
+}
+
+// 21 bits spread three apart (a 63-bit Morton code from three 21-bit coordinates).
+TW_FUNC uint64_t spread21(uint64_t x) {
+    x &= 0x1fffffULL;
+    x = (x | x << 32) & 0x1f00000000ffffULL;
+    x = (x | x << 16) & 0x1f0000ff0000ffULL;
+    x = (x | x << 8) & 0x100f00f00f00f00fULL;
+    x = (x | x << 4) & 0x10c30c30c30c30c3ULL;
+    x = (x | x << 2) & 0x1249249249249249ULL;
+    return x;
+}
+
+TW_FUNC uint64_t quantize(float x, float lo, float hi, int bits) {
+    float span = hi - lo;
+    float t = span > 0.0f ? (x - lo) / span : 0.0f;
+    t = t < 0.0f ? 0.0f : (t > 1.0f ? 1.0f : t);
+    if (!(t == t)) t = 0.0f;  // NaN boxes sort first; they never overlap anything
+    float scale = (float)((1u << bits) - 1);
+    return (uint64_t)(t * scale);
+}
+
+// Plain loads on the CPU; on the GPU the refit reads boxes other blocks wrote, past the L1 cache.
+TW_FUNC float load_fresh(const float* p) {
+#if TW_IS_CUDA
+    return __ldcg(p);
+#else
+    return *p;
+#endif
+}
+
+TW_FUNC void fence() {
+#if TW_IS_CUDA
+    __threadfence();
+#else
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+TW_FUNC int32_t arrive(int32_t* counter) {
+#if TW_IS_CUDA
+    return atomicAdd(counter, 1);
+#else
+    return __atomic_fetch_add(counter, 1, __ATOMIC_ACQ_REL);
+#endif
+}
+}  // namespace detail
+
+// ---- build steps (one thread each; tilewarp/geometry/bvh.py launches them in order) ---------------
+
+// Bounds of item i's box, for the scene box the Morton codes are quantised in.
+TW_FUNC vec_t<3, float> bvh_item_lower(uint64_t id, int32_t i) {
+    vec_t<3, float> lo, hi;
+    detail::bvh_item_box(detail::bvh_at(id), i, lo, hi);
+    return lo;
+}
+TW_FUNC vec_t<3, float> bvh_item_upper(uint64_t id, int32_t i) {
+    vec_t<3, float> lo, hi;
+    detail::bvh_item_box(detail::bvh_at(id), i, lo, hi);
+    return hi;
+}
+
+// The sort key of item i: its box centre's Morton code in the scene box [lo, hi] (63 bits), or with
+// groups the group (offset to be non-negative) above a 30-bit code, so each group is one run.
+TW_FUNC uint64_t bvh_item_key(uint64_t id, int32_t i, const vec_t<3, float>& lo, const vec_t<3, float>& hi,
+                              int32_t group, bool grouped) {
+    vec_t<3, float> a, b;
+    detail::bvh_item_box(detail::bvh_at(id), i, a, b);
+    int bits = grouped ? 10 : 21;
+    uint64_t code = 0;
+    for (int k = 0; k < 3; ++k) {
+        float c = 0.5f * (a.c[k] + b.c[k]);
+        code |= detail::spread21(detail::quantize(c, lo.c[k], hi.c[k], bits)) << (2 - k);
+    }
+    if (grouped) code |= (uint64_t)((int64_t)group + 2147483648LL) << 30;
+    return code;
+}
+
+// Internal node i (0 <= i < N-1): its run of sorted items, its split, its children's parent links.
+TW_FUNC void bvh_build_internal(uint64_t id, int32_t i) {
+    const bvh_t& b = detail::bvh_at(id);
+    const uint64_t* keys = reinterpret_cast<const uint64_t*>(b.f_keys);
+    int32_t n = b.f_num_items;
+    int d = detail::bvh_delta(keys, n, i, i + 1) > detail::bvh_delta(keys, n, i, i - 1) ? 1 : -1;
+    int dmin = detail::bvh_delta(keys, n, i, i - d);
+    int32_t lmax = 2;
+    while (detail::bvh_delta(keys, n, i, i + lmax * d) > dmin) lmax *= 2;
+    int32_t l = 0;
+    for (int32_t t = lmax / 2; t >= 1; t /= 2) {
+        if (detail::bvh_delta(keys, n, i, i + (l + t) * d) > dmin) l += t;
+    }
+    int32_t j = i + l * d;
+    int dnode = detail::bvh_delta(keys, n, i, j);
+    int32_t s = 0;
+    for (int32_t div = 2;; div *= 2) {
+        int32_t t = (l + div - 1) / div;
+        if (detail::bvh_delta(keys, n, i, i + (s + t) * d) > dnode) s += t;
+        if (t <= 1) break;
+    }
+    int32_t gamma = i + s * d + (d < 0 ? -1 : 0);
+    int32_t first = i < j ? i : j, last = i < j ? j : i;
+    int32_t left = first == gamma ? n - 1 + gamma : gamma;
+    int32_t right = last == gamma + 1 ? n - 1 + gamma + 1 : gamma + 1;
+    bvh_node_t& node = detail::bvh_nodes(b)[i];
+    node.left = left, node.right = right;
+    int32_t* parents = detail::bvh_i32w(b.f_parents);
+    parents[left] = i, parents[right] = i;
+    int32_t* ranges = detail::bvh_i32w(b.f_ranges);
+    ranges[2 * i] = first, ranges[2 * i + 1] = last;
+}
+
+// Leaf k (sorted position k, node N-1+k); the root's parent link with N = 1.
+TW_FUNC void bvh_build_leaf(uint64_t id, int32_t k) {
+    const bvh_t& b = detail::bvh_at(id);
+    int32_t node = b.f_num_items - 1 + k;
+    bvh_node_t& leaf = detail::bvh_nodes(b)[node];
+    leaf.left = ~k, leaf.right = k + 1;
+    int32_t* ranges = detail::bvh_i32w(b.f_ranges);
+    ranges[2 * node] = k, ranges[2 * node + 1] = k;
+    if (b.f_num_items == 1) detail::bvh_i32w(b.f_parents)[0] = -1;
+}
+
+// An internal node over at most leaf_size items becomes a leaf over its whole run, unless (grouped)
+// its items belong to different groups: each group keeps a subtree of its own.
+TW_FUNC void bvh_collapse(uint64_t id, int32_t i, bool grouped) {
+    const bvh_t& b = detail::bvh_at(id);
+    const int32_t* r = detail::bvh_i32(b.f_ranges) + 2 * i;
+    const uint64_t* keys = reinterpret_cast<const uint64_t*>(b.f_keys);
+    bool one_group = !grouped || (keys[r[0]] >> 30) == (keys[r[1]] >> 30);
+    if (r[1] - r[0] + 1 <= b.f_leaf_size && one_group) {
+        bvh_node_t& node = detail::bvh_nodes(b)[i];
+        node.left = ~r[0], node.right = r[1] + 1;
+    }
+}
+
+// Refit from node `node` if it is a reachable leaf: its box from its items, then up the tree, each
+// parent finished by the second of its two children to arrive (counters zeroed before the launch).
+TW_FUNC void bvh_refit(uint64_t id, int32_t node) {
+    const bvh_t& b = detail::bvh_at(id);
+    bvh_node_t* nodes = detail::bvh_nodes(b);
+    const int32_t* parents = detail::bvh_i32(b.f_parents);
+    if (node >= b.f_num_nodes || nodes[node].left >= 0) return;
+    int32_t parent = parents[node];
+    if (parent >= 0 && nodes[parent].left < 0) return;  // below a collapsed leaf: unreachable
+    const int32_t* items = detail::bvh_i32(b.f_items);
+    vec_t<3, float> lo(3.402823466e+38f), hi(-3.402823466e+38f);
+    for (int32_t k = ~nodes[node].left; k < nodes[node].right; ++k) {
+        vec_t<3, float> a, c;
+        detail::bvh_item_box(b, items[k], a, c);
+        lo = detail::vmin(lo, a), hi = detail::vmax(hi, c);
+    }
+    nodes[node].lower = lo, nodes[node].upper = hi;
+    int32_t* counters = detail::bvh_i32w(b.f_counters);
+    while (parent >= 0) {
+        detail::fence();
+        if (detail::arrive(counters + parent) == 0) return;  // the sibling finishes the parent
+        const bvh_node_t& p = nodes[parent];
+        const float* l = reinterpret_cast<const float*>(nodes + p.left);
+        const float* r = reinterpret_cast<const float*>(nodes + p.right);
+        for (int k = 0; k < 3; ++k) {  // lower at floats 0..2, upper at 4..6
+            lo.c[k] = detail::fmin_(detail::load_fresh(l + k), detail::load_fresh(r + k));
+            hi.c[k] = detail::fmax_(detail::load_fresh(l + 4 + k), detail::load_fresh(r + 4 + k));
+        }
+        nodes[parent].lower = lo, nodes[parent].upper = hi;
+        parent = parents[parent];
+    }
+}
+
+// Group g's root (groups sorted): walk up from its first item's leaf until the node's run covers the
+// group's last item. first/last: the group's run of sorted positions.
+TW_FUNC void bvh_group_root(uint64_t id, int32_t g, int32_t first, int32_t last) {
+    const bvh_t& b = detail::bvh_at(id);
+    const int32_t* parents = detail::bvh_i32(b.f_parents);
+    const int32_t* ranges = detail::bvh_i32(b.f_ranges);
+    int32_t node = b.f_num_items - 1 + first;
+    while (ranges[2 * node + 1] < last || ranges[2 * node] > first) node = parents[node];
+    // the deepest reachable node: a collapsed leaf above `node` holds the group too
+    for (int32_t p = parents[node]; p >= 0; p = parents[p]) {
+        if (detail::bvh_nodes(b)[p].left < 0) node = p;
+    }
+    detail::bvh_i32w(b.f_group_roots)[g] = node;
+}
+
+// ---- queries ----------------------------------------------------------------------------------------
+
+// Warp's bvh_get_group_root: the node holding exactly group `group`'s items, -1 if no item has it.
+TW_FUNC int32_t bvh_get_group_root(uint64_t id, int32_t group) {
+    const bvh_t& b = detail::bvh_at(id);
+    const int32_t* ids = detail::bvh_i32(b.f_group_ids);
+    int32_t lo = 0, hi = b.f_num_groups;
+    while (lo < hi) {
+        int32_t m = lo + (hi - lo) / 2;
+        if (ids[m] < group) lo = m + 1; else hi = m;
+    }
+    return lo < b.f_num_groups && ids[lo] == group ? detail::bvh_i32(b.f_group_roots)[lo] : -1;
+}
+
+enum { BVH_AABB = 0, BVH_RAY = 1, BVH_SPHERE = 2, BVH_CAPSULE = 3 };
+
+// Members f_<field> as in the Python twin (tilewarp/builtins/bvh.py: BvhQuery).
+struct bvh_query_t {
+    uint64_t f_bvh;
+    vec_t<3, float> f_a;    // box lower / ray or capsule start / sphere centre
+    vec_t<3, float> f_b;    // box upper / ray or capsule direction
+    vec_t<3, float> f_inv;  // 1 / direction
+    float f_radius;
+    int32_t f_kind;
+    int32_t f_root;
+    int32_t f_node;         // the node the walk stands on, -1 when done
+    int32_t f_down;         // 1: arrived from above; 0: arrived from the child f_prev
+    int32_t f_prev;
+    int32_t f_cursor, f_end;  // the open leaf's remaining sorted positions
+};
+
+namespace detail {
+TW_FUNC bool box_overlap(const vec_t<3, float>& lo, const vec_t<3, float>& hi, const vec_t<3, float>& a,
+                         const vec_t<3, float>& b) {
+    return !(a.c[0] > hi.c[0] || b.c[0] < lo.c[0] || a.c[1] > hi.c[1] || b.c[1] < lo.c[1] ||
+             a.c[2] > hi.c[2] || b.c[2] < lo.c[2]);
+}
+
+// Entry distance of the ray into [lo, hi] within [0, max_t], or a negative value on a miss.
+TW_FUNC float ray_box(const vec_t<3, float>& o, const vec_t<3, float>& inv, const vec_t<3, float>& lo,
+                      const vec_t<3, float>& hi, float max_t) {
+    float t0 = 0.0f, t1 = max_t;
+    for (int k = 0; k < 3; ++k) {
+        float a = (lo.c[k] - o.c[k]) * inv.c[k], b = (hi.c[k] - o.c[k]) * inv.c[k];
+        if (a > b) { float t = a; a = b; b = t; }
+        if (!(a == a)) a = -3.402823466e+38f;  // 0 * inf: the ray lies in the slab's plane
+        if (!(b == b)) b = 3.402823466e+38f;
+        t0 = fmax_(t0, a), t1 = fmin_(t1, b);
+    }
+    return t0 <= t1 ? t0 : -1.0f;
+}
+
+TW_FUNC float box_dist_sq(const vec_t<3, float>& p, const vec_t<3, float>& lo, const vec_t<3, float>& hi) {
+    float s = 0.0f;
+    for (int k = 0; k < 3; ++k) {
+        float d = fmax_(fmax_(lo.c[k] - p.c[k], 0.0f), p.c[k] - hi.c[k]);
+        s += d * d;
+    }
+    return s;
+}
+
+// A capsule (segment a + t * dir, t in [0, max_t], inflated by r) against a box: the box grown by r
+// against the segment, a conservative test (it may report a box the capsule only nearly touches
+// at a corner, as a broad phase may).
+TW_FUNC bool capsule_box(const bvh_query_t& q, const vec_t<3, float>& lo, const vec_t<3, float>& hi, float max_t) {
+    vec_t<3, float> a, b;
+    for (int k = 0; k < 3; ++k) a.c[k] = lo.c[k] - q.f_radius, b.c[k] = hi.c[k] + q.f_radius;
+    return ray_box(q.f_a, q.f_inv, a, b, max_t) >= 0.0f;
+}
+
+TW_FUNC bool query_hits(const bvh_query_t& q, const vec_t<3, float>& lo, const vec_t<3, float>& hi, float max_t) {
+    switch (q.f_kind) {
+    case BVH_AABB: return box_overlap(lo, hi, q.f_a, q.f_b);
+    case BVH_RAY: return ray_box(q.f_a, q.f_inv, lo, hi, max_t) >= 0.0f;
+    case BVH_SPHERE: return box_dist_sq(q.f_a, lo, hi) <= q.f_radius * q.f_radius;
+    default: return capsule_box(q, lo, hi, max_t);
+    }
+}
+
+TW_FUNC vec_t<3, float> reciprocal(const vec_t<3, float>& d) {
+    return vec_t<3, float>(1.0f / d.c[0], 1.0f / d.c[1], 1.0f / d.c[2]);
+}
+
+TW_FUNC bvh_query_t bvh_query(uint64_t id, int kind, const vec_t<3, float>& a, const vec_t<3, float>& b,
+                              float radius, int32_t root) {
+    bvh_query_t q = {};
+    q.f_bvh = id, q.f_kind = kind, q.f_a = a, q.f_b = b, q.f_radius = radius;
+    q.f_inv = reciprocal(b);
+    const bvh_t& t = bvh_at(id);
+    q.f_root = root < 0 ? 0 : root;  // -1: the whole tree
+    q.f_node = t.f_num_items > 0 && q.f_root < t.f_num_nodes ? q.f_root : -1;
+    q.f_down = 1, q.f_prev = -1;
+    return q;
+}
+
+// Walk on to the next leaf whose box the query hits, opening its run; false when the walk is over.
+TW_FUNC bool bvh_next_leaf(bvh_query_t& q, float max_t) {
+    const bvh_t& t = bvh_at(q.f_bvh);
+    const bvh_node_t* nodes = bvh_nodes(t);
+    const int32_t* parents = bvh_i32(t.f_parents);
+    while (q.f_node >= 0) {
+        const bvh_node_t& node = nodes[q.f_node];
+        bool up = false, opened = false;
+        if (q.f_down) {
+            if (!query_hits(q, node.lower, node.upper, max_t)) {
+                up = true;
+            } else if (node.left < 0) {
+                q.f_cursor = ~node.left, q.f_end = node.right;
+                up = opened = true;
+            } else {
+                q.f_node = node.left;
+            }
+        } else if (q.f_prev == node.left) {
+            q.f_node = node.right, q.f_down = 1;
+        } else {
+            up = true;
+        }
+        if (up) {
+            if (q.f_node == q.f_root) {
+                q.f_node = -1;
+            } else {
+                q.f_prev = q.f_node, q.f_node = parents[q.f_node], q.f_down = 0;
+            }
+        }
+        if (opened) return true;
+    }
+    return false;
+}
+}  // namespace detail
+
+TW_FUNC bvh_query_t bvh_query_aabb(uint64_t id, const vec_t<3, float>& low, const vec_t<3, float>& high,
+                                   int32_t root) {
+    return detail::bvh_query(id, BVH_AABB, low, high, 0.0f, root);
+}
+TW_FUNC bvh_query_t bvh_query_ray(uint64_t id, const vec_t<3, float>& start, const vec_t<3, float>& dir,
+                                  int32_t root) {
+    return detail::bvh_query(id, BVH_RAY, start, dir, 0.0f, root);
+}
+TW_FUNC bvh_query_t bvh_query_sphere(uint64_t id, const vec_t<3, float>& center, float radius, int32_t root) {
+    return detail::bvh_query(id, BVH_SPHERE, center, vec_t<3, float>(), radius, root);
+}
+TW_FUNC bvh_query_t bvh_query_capsule(uint64_t id, const vec_t<3, float>& start, const vec_t<3, float>& dir,
+                                      float radius, int32_t root) {
+    return detail::bvh_query(id, BVH_CAPSULE, start, dir, radius, root);
+}
+
+namespace detail {
+// The walk's next item passing `hits(item)`: (found, the advanced query, the item or `index`).
+template <typename Hits>
+TW_FUNC tuple_t<bool, bvh_query_t, int32_t> bvh_next_item(bvh_query_t q, int32_t index, float max_dist, Hits hits) {
+    const int32_t* items = bvh_i32(bvh_at(q.f_bvh).f_items);
+    for (;;) {
+        while (q.f_cursor < q.f_end) {
+            int32_t item = items[q.f_cursor++];
+            if (hits(q, item)) return make_tuple<bool, bvh_query_t, int32_t>(true, q, item);
+        }
+        if (!bvh_next_leaf(q, max_dist)) return make_tuple<bool, bvh_query_t, int32_t>(false, q, index);
+    }
+}
+
+struct item_box_hits {
+    float max_dist;
+    TW_FUNC bool operator()(const bvh_query_t& q, int32_t item) const {
+        vec_t<3, float> lo, hi;
+        bvh_item_box(bvh_at(q.f_bvh), item, lo, hi);
+        return query_hits(q, lo, hi, max_dist);
+    }
+};
+}  // namespace detail
+
+// (found, the advanced query, the next item whose own box the query hits, or `index` unchanged)
+TW_FUNC tuple_t<bool, bvh_query_t, int32_t> bvh_query_next(bvh_query_t q, int32_t index, float max_dist) {
+    return detail::bvh_next_item(q, index, max_dist, detail::item_box_hits{max_dist});
+}
+TW_FUNC tuple_t<bool, bvh_query_t, int32_t> bvh_query_next(bvh_query_t q, int32_t index) {  // `for i in query`
+    return bvh_query_next(q, index, 3.402823466e+38f);
+}
+
+}  // namespace tw

@@ -1,0 +1,197 @@
+"""wp.Bvh: every query kind against a NumPy brute force on random boxes (leaf sizes, groups of unequal
+sizes, refits), two queries alive at once, deterministic builds, bad input."""
+import numpy as np
+import pytest
+
+import tilewarp as wp
+
+CAP = 512
+
+
+@wp.kernel
+def collect(bvh: wp.uint64, kind: int, a: wp.array(dtype=wp.vec3), b: wp.array(dtype=wp.vec3), radius: float,
+            max_dist: float, grouped: int, group: int, hits: wp.array2d(dtype=int), counts: wp.array(dtype=int)):
+    i = wp.tid()
+    root = int(-1)
+    if grouped != 0:
+        root = wp.bvh_get_group_root(bvh, group)
+    if kind == 0:
+        query = wp.bvh_query_aabb(bvh, a[i], b[i], root)
+    elif kind == 1:
+        query = wp.bvh_query_ray(bvh, a[i], b[i], root)
+    elif kind == 2:
+        query = wp.bvh_query_sphere(bvh, a[i], radius, root)
+    else:
+        query = wp.bvh_query_capsule(bvh, a[i], b[i], radius, root)
+    index = int(0)
+    n = int(0)
+    while wp.bvh_query_next(query, index, max_dist):
+        if n < CAP:
+            hits[i, n] = index
+        n += 1
+    counts[i] = n
+
+
+def _boxes(rng, n, scale=10.0, size=0.6):
+    c = rng.random((n, 3)) * scale
+    e = rng.random((n, 3)) * size
+    return (c - e).astype(np.float32), (c + e).astype(np.float32)
+
+
+def _ray_box(o, d, lo, hi, max_t):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv = 1.0 / d
+        t1, t2 = (lo - o) * inv, (hi - o) * inv
+    a, b = np.minimum(t1, t2), np.maximum(t1, t2)
+    a = np.where(np.isnan(a), -np.inf, a)
+    b = np.where(np.isnan(b), np.inf, b)
+    t0, t1 = np.maximum(a.max(-1), 0.0), np.minimum(b.min(-1), max_t)
+    return t0 <= t1
+
+
+def _expected(kind, L, U, a, b, radius, max_dist):
+    if kind == 0:
+        return np.all((L <= b) & (U >= a), axis=1)
+    if kind == 1:
+        return _ray_box(a, b, L, U, max_dist)
+    if kind == 2:
+        d = np.maximum(np.maximum(L - a, 0.0), a - U)
+        return (d * d).sum(1) <= radius * radius
+    return None  # capsules: a conservative broad phase, checked for coverage below
+
+
+def _run(bvh, kind, qa, qb, radius, max_dist=float("inf"), group=None, device="cpu"):
+    m = len(qa)
+    hits = wp.full((m, CAP), -1, dtype=int, device=device)
+    counts = wp.zeros(m, dtype=int, device=device)
+    wp.launch(collect, dim=m, inputs=[bvh.id, kind, wp.array(qa, dtype=wp.vec3, device=device),
+                                      wp.array(qb, dtype=wp.vec3, device=device), radius, max_dist,
+                                      int(group is not None), group or 0, hits, counts], device=device)
+    h, c = hits.numpy(), counts.numpy()
+    assert c.max() <= CAP
+    return [h[i, :c[i]].tolist() for i in range(m)]
+
+
+@pytest.mark.parametrize("leaf_size", [1, 3, 4])
+@pytest.mark.parametrize("kind", [0, 1, 2])
+def test_queries_match_brute_force(device, kind, leaf_size):
+    rng = np.random.default_rng(10 + kind)
+    L, U = _boxes(rng, 3000)
+    bvh = wp.Bvh(wp.array(L, dtype=wp.vec3, device=device), wp.array(U, dtype=wp.vec3, device=device),
+                 leaf_size=leaf_size)
+    m = 200
+    if kind == 1:
+        qa = (rng.random((m, 3)) * 14 - 2).astype(np.float32)
+        qb = rng.normal(size=(m, 3)).astype(np.float32)
+        qb[:5] = [[1, 0, 0], [0, 1, 0], [0, 0, -1], [1, 1, 0], [0, 0, 1]]  # axis-parallel rays (0 * inf)
+    else:
+        qa, qb = _boxes(rng, m, size=1.0)
+    for max_dist in ((float("inf"), 3.0) if kind == 1 else (float("inf"),)):
+        got = _run(bvh, kind, qa, qb, 0.8, max_dist, device=device)
+        for i in range(m):
+            want = np.flatnonzero(_expected(kind, L, U, qa[i], qb[i], 0.8, max_dist))
+            assert len(got[i]) == len(set(got[i])), "an item repeats"
+            assert sorted(got[i]) == want.tolist(), f"query {i} (max_dist {max_dist})"
+
+
+def test_capsule_covers_every_box_it_touches(device):
+    rng = np.random.default_rng(3)
+    L, U = _boxes(rng, 2000)
+    bvh = wp.Bvh(wp.array(L, dtype=wp.vec3, device=device), wp.array(U, dtype=wp.vec3, device=device))
+    qa = (rng.random((100, 3)) * 10).astype(np.float32)
+    qb = (rng.normal(size=(100, 3)) * 2).astype(np.float32)
+    got = _run(bvh, 3, qa, qb, 0.3, 1.0, device=device)
+    for i in range(100):  # boxes a sampled capsule point lies in (inflated by r) must all be found
+        pts = qa[i] + np.linspace(0, 1, 200)[:, None] * qb[i]
+        d = np.maximum(np.maximum(L[None] - pts[:, None], 0.0), pts[:, None] - U[None])
+        touched = np.flatnonzero(((d * d).sum(-1) <= 0.3**2 * 0.99).any(0))
+        assert set(touched) <= set(got[i])
+
+
+def test_groups_of_unequal_sizes(device):
+    """NVIDIA/warp#1111: group roots hold exactly their group's items, whatever the group sizes."""
+    rng = np.random.default_rng(4)
+    sizes = [1, 2, 7, 60, 300, 5]
+    ids = [-(2**31), -3, 0, 11, 2**31 - 1, 12]
+    g = np.concatenate([np.full(s, i, np.int32) for s, i in zip(sizes, ids)])
+    rng.shuffle(g)
+    L, U = _boxes(rng, len(g), scale=3.0)
+    for leaf in (1, 4):
+        bvh = wp.Bvh(wp.array(L, dtype=wp.vec3, device=device), wp.array(U, dtype=wp.vec3, device=device),
+                     groups=wp.array(g, dtype=wp.int32, device=device), leaf_size=leaf)
+        lo = np.full((1, 3), -10, np.float32)
+        hi = np.full((1, 3), 20, np.float32)
+        for gid in ids:
+            got = _run(bvh, 0, lo, hi, 0.0, group=gid, device=device)[0]
+            assert sorted(got) == np.flatnonzero(g == gid).tolist(), f"group {gid}, leaf size {leaf}"
+        missing = _run(bvh, 0, lo, hi, 0.0, group=5, device=device)[0]  # no such group: the whole tree
+        assert sorted(missing) == list(range(len(g)))
+
+
+def test_refit_and_rebuild(device):
+    rng = np.random.default_rng(5)
+    L, U = _boxes(rng, 1000)
+    lowers, uppers = wp.array(L, dtype=wp.vec3, device=device), wp.array(U, dtype=wp.vec3, device=device)
+    bvh = wp.Bvh(lowers, uppers)
+    shift = rng.normal(size=(1000, 3)).astype(np.float32)
+    L2, U2 = L + shift, U + shift
+    lowers.assign(L2)
+    uppers.assign(U2)
+    qa, qb = _boxes(rng, 100, size=1.0)
+    for update in (bvh.refit, bvh.rebuild):
+        update()
+        got = _run(bvh, 0, qa, qb, 0.0, device=device)
+        for i in range(100):
+            assert sorted(got[i]) == np.flatnonzero(_expected(0, L2, U2, qa[i], qb[i], 0, 0)).tolist()
+
+
+def test_two_queries_alive_at_once(device):
+    """NVIDIA/warp#1258: a query inside another query's loop keeps its own traversal state."""
+
+    @wp.kernel
+    def pairs(bvh: wp.uint64, lowers: wp.array(dtype=wp.vec3), uppers: wp.array(dtype=wp.vec3),
+              counts: wp.array(dtype=int)):
+        i = wp.tid()
+        n = int(0)
+        for j in wp.bvh_query_aabb(bvh, lowers[i], uppers[i]):
+            for k in wp.bvh_query_aabb(bvh, lowers[j], uppers[j]):
+                n += 1
+        counts[i] = n
+
+    rng = np.random.default_rng(6)
+    L, U = _boxes(rng, 400, scale=4.0)
+    bvh = wp.Bvh(wp.array(L, dtype=wp.vec3, device=device), wp.array(U, dtype=wp.vec3, device=device))
+    counts = wp.zeros(400, dtype=int, device=device)
+    wp.launch(pairs, dim=400, inputs=[bvh.id, bvh.lowers, bvh.uppers, counts], device=device)
+    overlap = np.all((L[:, None] <= U[None]) & (U[:, None] >= L[None]), axis=-1).astype(np.int64)
+    np.testing.assert_array_equal(counts.numpy(), overlap @ overlap.sum(1))
+
+
+def test_builds_are_deterministic(device):
+    rng = np.random.default_rng(7)
+    L, U = _boxes(rng, 5000)
+    L[100:200] = L[100]  # many identical keys: ties go by position
+    U[100:200] = U[100]
+    trees = [wp.Bvh(wp.array(L, dtype=wp.vec3, device=device), wp.array(U, dtype=wp.vec3, device=device))
+             for _ in range(2)]
+    for a, b in zip(trees[0]._nodes(), trees[1]._nodes()):
+        np.testing.assert_array_equal(a, b)
+    lo, left, hi, right = trees[0]._nodes()
+    np.testing.assert_allclose(lo[0], L.min(0))
+    np.testing.assert_allclose(hi[0], U.max(0))
+
+
+def test_bad_input():
+    a = wp.zeros(4, dtype=wp.vec3)
+    with pytest.raises(RuntimeError, match="same number"):
+        wp.Bvh(a, wp.zeros(5, dtype=wp.vec3))
+    with pytest.raises(RuntimeError, match="wp.vec3"):
+        wp.Bvh(wp.zeros(4, dtype=wp.vec3d), wp.zeros(4, dtype=wp.vec3d))
+    with pytest.raises(ValueError, match="leaf_size"):
+        wp.Bvh(a, a, leaf_size=0)
+    with pytest.raises(ValueError, match="Unknown BVH constructor"):
+        wp.Bvh(a, a, constructor="octree")
+    with pytest.raises(RuntimeError, match="groups"):
+        wp.Bvh(a, a, groups=wp.zeros(3, dtype=wp.int32))
+    with pytest.raises(TypeError, match="wp.array"):
+        wp.Bvh(np.zeros((4, 3), np.float32), a)

@@ -1,0 +1,340 @@
+"""wp.Mesh: closest points, signs, rays, box/sphere queries against NumPy brute force and warp-lang,
+gradients against finite differences, Warp's older output-argument forms, bad input."""
+import numpy as np
+import pytest
+
+import tilewarp as wp
+from conftest import load_both, need_warp
+
+
+def icosphere(levels=2, radius=1.0):
+    t = (1 + 5**0.5) / 2
+    v = [[-1, t, 0], [1, t, 0], [-1, -t, 0], [1, -t, 0], [0, -1, t], [0, 1, t], [0, -1, -t], [0, 1, -t],
+         [t, 0, -1], [t, 0, 1], [-t, 0, -1], [-t, 0, 1]]
+    f = [[0, 11, 5], [0, 5, 1], [0, 1, 7], [0, 7, 10], [0, 10, 11], [1, 5, 9], [5, 11, 4], [11, 10, 2],
+         [10, 7, 6], [7, 1, 8], [3, 9, 4], [3, 4, 2], [3, 2, 6], [3, 6, 8], [3, 8, 9], [4, 9, 5], [2, 4, 11],
+         [6, 2, 10], [8, 6, 7], [9, 8, 1]]
+    v = [np.array(p, float) / np.linalg.norm(p) for p in v]
+    for _ in range(levels):
+        mid = {}
+
+        def m(a, b):
+            key = (min(a, b), max(a, b))
+            if key not in mid:
+                p = v[a] + v[b]
+                v.append(p / np.linalg.norm(p))
+                mid[key] = len(v) - 1
+            return mid[key]
+
+        f = [g for a, b, c in f for g in ([a, m(a, b), m(c, a)], [b, m(b, c), m(a, b)], [c, m(c, a), m(b, c)],
+                                          [m(a, b), m(b, c), m(c, a)])]
+    return (np.array(v) * radius).astype(np.float32), np.array(f, np.int32)
+
+
+def bumpy(seed=0, levels=2):
+    """A closed, non-convex mesh: an icosphere with radial bumps."""
+    V, F = icosphere(levels)
+    rng = np.random.default_rng(seed)
+    return (V * (1 + 0.25 * rng.random((len(V), 1)))).astype(np.float32), F
+
+
+def closest_brute(P, V, F):
+    """Distance from each point to the mesh (float64, exact per triangle by projection and edges)."""
+    T = V[F].astype(np.float64)
+    best = np.full(len(P), np.inf)
+    for a, b, c in T:
+        best = np.minimum(best, _tri_dist(P.astype(np.float64), a, b, c))
+    return best
+
+
+def _seg_dist(P, a, b):
+    e = b - a
+    s = np.clip(((P - a) @ e) / (e @ e), 0, 1)
+    return np.linalg.norm(P - (a + s[:, None] * e), axis=1)
+
+
+def _tri_dist(P, a, b, c):
+    n = np.cross(b - a, c - a)
+    n /= np.linalg.norm(n)
+    d = (P - a) @ n
+    q = P - d[:, None] * n
+    inside = np.ones(len(P), bool)
+    for x, y in ((a, b), (b, c), (c, a)):
+        inside &= (np.cross(y - x, q - x) @ n) >= 0
+    edges = np.minimum(np.minimum(_seg_dist(P, a, b), _seg_dist(P, b, c)), _seg_dist(P, c, a))
+    return np.where(inside, np.abs(d), edges)
+
+
+def winding_brute(P, V, F):
+    T = V[F].astype(np.float64)
+    total = np.zeros(len(P))
+    for a, b, c in T:
+        x, y, z = a - P, b - P, c - P
+        lx, ly, lz = (np.linalg.norm(w, axis=1) for w in (x, y, z))
+        num = np.einsum("ij,ij->i", x, np.cross(y, z))
+        den = lx * ly * lz + np.einsum("ij,ij->i", x, y) * lz + np.einsum("ij,ij->i", y, z) * lx + \
+            np.einsum("ij,ij->i", z, x) * ly
+        total += 2 * np.arctan2(num, den)
+    return total / (4 * np.pi)
+
+
+@wp.kernel
+def point_queries(mesh: wp.uint64, pts: wp.array(dtype=wp.vec3), out: wp.array2d(dtype=float)):
+    i = wp.tid()
+    p = pts[i]
+    q = wp.mesh_query_point_no_sign(mesh, p, 1.0e6)
+    out[i, 0] = wp.length(p - wp.mesh_eval_position(mesh, q.face, q.u, q.v))
+    out[i, 1] = wp.mesh_query_point(mesh, p, 1.0e6).sign
+    out[i, 2] = wp.mesh_query_point_sign_normal(mesh, p, 1.0e6).sign
+    out[i, 3] = wp.mesh_query_point_sign_winding_number(mesh, p, 1.0e6).sign
+    out[i, 4] = wp.mesh_query_point_sign_parity(mesh, p, 1.0e6, 3).sign
+    out[i, 5] = float(q.face)
+    far = wp.mesh_query_point_no_sign(mesh, p, 0.01)  # nothing that close: no result
+    out[i, 6] = wp.where(far.result, 1.0, 0.0)
+
+
+@pytest.mark.parametrize("leaf_size", [1, 4])
+def test_closest_points_and_signs(device, leaf_size):
+    V, F = bumpy(1)
+    mesh = wp.Mesh(wp.array(V, dtype=wp.vec3, device=device), wp.array(F.ravel(), dtype=wp.int32, device=device),
+                   support_winding_number=True, bvh_leaf_size=leaf_size)
+    rng = np.random.default_rng(2)
+    P = (rng.random((1500, 3)) * 3.4 - 1.7).astype(np.float32)
+    out = wp.zeros((len(P), 7), dtype=float, device=device)
+    wp.launch(point_queries, dim=len(P), inputs=[mesh.id, wp.array(P, dtype=wp.vec3, device=device), out],
+              device=device)
+    o = out.numpy()
+    dist = closest_brute(P, V, F)
+    np.testing.assert_allclose(o[:, 0], dist, atol=2e-5)
+    inside = winding_brute(P, V, F) > 0.5
+    clear = dist > 1e-3  # points on the surface have no sign to agree on
+    for k, name in ((1, "rays"), (2, "normal"), (3, "winding"), (4, "parity")):
+        np.testing.assert_array_equal((o[:, k] < 0)[clear], inside[clear], err_msg=name)
+    np.testing.assert_array_equal(o[:, 6], (dist < 0.01).astype(np.float32))
+
+
+@wp.kernel
+def ray_queries(mesh: wp.uint64, o: wp.array(dtype=wp.vec3), d: wp.array(dtype=wp.vec3),
+                out: wp.array2d(dtype=float)):
+    i = wp.tid()
+    h = wp.mesh_query_ray(mesh, o[i], d[i], 1.0e6)
+    out[i, 0] = wp.where(h.result, h.t, -1.0)
+    out[i, 1] = float(h.face)
+    out[i, 2] = h.sign
+    out[i, 3] = wp.where(wp.mesh_query_ray_anyhit(mesh, o[i], d[i], 1.0e6), 1.0, 0.0)
+    out[i, 4] = float(wp.mesh_query_ray_count_intersections(mesh, o[i], d[i]))
+    hit = wp.mesh_eval_position(mesh, h.face, h.u, h.v)
+    out[i, 5] = wp.where(h.result, wp.length(hit - (o[i] + h.t * d[i])), 0.0)
+    out[i, 6] = wp.dot(h.normal, wp.mesh_eval_face_normal(mesh, h.face))
+
+
+def _ray_brute(o, d, V, F):
+    T = V[F].astype(np.float64)
+    ts = []
+    for a, b, c in T:
+        e1, e2 = b - a, c - a
+        pv = np.cross(d, e2)
+        det = pv @ e1
+        if abs(det) < 1e-12:
+            ts.append(np.inf)
+            continue
+        tv = o - a
+        u = (tv @ pv) / det
+        qv = np.cross(tv, e1)
+        v = (d @ qv) / det
+        t = (e2 @ qv) / det
+        ts.append(t if (u >= 0 and v >= 0 and u + v <= 1 and t >= 0) else np.inf)
+    return np.array(ts)
+
+
+def test_rays(device):
+    V, F = bumpy(3)
+    mesh = wp.Mesh(wp.array(V, dtype=wp.vec3, device=device), wp.array(F.ravel(), dtype=wp.int32, device=device))
+    rng = np.random.default_rng(4)
+    n = 300
+    O = (rng.random((n, 3)) * 4 - 2).astype(np.float32)
+    D = rng.normal(size=(n, 3)).astype(np.float32)
+    D /= np.linalg.norm(D, axis=1, keepdims=True)
+    out = wp.zeros((n, 7), dtype=float, device=device)
+    wp.launch(ray_queries, dim=n, inputs=[mesh.id, wp.array(O, dtype=wp.vec3, device=device),
+                                          wp.array(D, dtype=wp.vec3, device=device), out], device=device)
+    o = out.numpy()
+    for i in range(n):
+        ts = _ray_brute(O[i].astype(np.float64), D[i].astype(np.float64), V, F)
+        hits = np.isfinite(ts)
+        assert o[i, 4] == hits.sum(), f"ray {i}: crossings"
+        assert o[i, 3] == float(hits.any())
+        if hits.any():
+            assert abs(o[i, 0] - ts.min()) < 1e-4 and o[i, 5] < 1e-4 and abs(o[i, 6] - 1) < 1e-5
+            f = F[int(o[i, 1])]
+            n_f = np.cross(V[f[1]] - V[f[0]], V[f[2]] - V[f[0]])
+            assert o[i, 2] == (1.0 if n_f @ D[i] < 0 else -1.0)
+        else:
+            assert o[i, 0] == -1.0 and o[i, 1] == -1.0
+
+
+@wp.kernel
+def box_and_sphere(mesh: wp.uint64, lo: wp.array(dtype=wp.vec3), hi: wp.array(dtype=wp.vec3), r: float,
+                   boxes: wp.array2d(dtype=int), spheres: wp.array2d(dtype=int)):
+    i = wp.tid()
+    f = int(0)
+    q = wp.mesh_query_aabb(mesh, lo[i], hi[i])
+    while wp.mesh_query_next(q, f):
+        boxes[i, f] = 1
+    for g in wp.mesh_query_sphere(mesh, 0.5 * (lo[i] + hi[i]), r):
+        spheres[i, g] = 1
+
+
+def test_box_and_sphere_queries(device):
+    V, F = bumpy(5)
+    mesh = wp.Mesh(wp.array(V, dtype=wp.vec3, device=device), wp.array(F.ravel(), dtype=wp.int32, device=device))
+    rng = np.random.default_rng(6)
+    c = (rng.random((100, 3)) * 2.4 - 1.2).astype(np.float32)
+    e = (rng.random((100, 3)) * 0.4).astype(np.float32)
+    lo, hi = c - e, c + e
+    boxes = wp.zeros((100, len(F)), dtype=int, device=device)
+    spheres = wp.zeros((100, len(F)), dtype=int, device=device)
+    wp.launch(box_and_sphere, dim=100, inputs=[mesh.id, wp.array(lo, dtype=wp.vec3, device=device),
+                                               wp.array(hi, dtype=wp.vec3, device=device), 0.3, boxes, spheres],
+              device=device)
+    T = V[F]
+    tlo, thi = T.min(1), T.max(1)
+    want_boxes = np.all((tlo[None] <= hi[:, None]) & (thi[None] >= lo[:, None]), axis=-1)
+    np.testing.assert_array_equal(boxes.numpy().astype(bool), want_boxes)
+    d = np.stack([_tri_dist(c.astype(np.float64), *T[k].astype(np.float64)) for k in range(len(F))], axis=1)
+    s = spheres.numpy().astype(bool)
+    assert not (s & (d > 0.3 + 1e-5)).any() and not (~s & (d < 0.3 - 1e-5)).any()
+
+
+KERNELS = """
+import WP as wp
+
+@wp.kernel
+def closest(mesh: wp.uint64, pts: wp.array(dtype=wp.vec3), face: wp.array(dtype=int), uv: wp.array(dtype=wp.vec2),
+            sign: wp.array(dtype=float)):
+    i = wp.tid()
+    s = float(0.0)
+    f = int(0)
+    u = float(0.0)
+    v = float(0.0)
+    if wp.mesh_query_point(mesh, pts[i], 1.0e6, s, f, u, v):
+        face[i] = f
+        uv[i] = wp.vec2(u, v)
+        sign[i] = s
+"""
+
+
+def test_matches_warp_older_forms():
+    """Warp's output-argument form, same text under warp-lang and tilewarp: same faces, barycentrics, signs."""
+    mods = load_both(KERNELS)
+    need_warp(mods)
+    V, F = bumpy(7)
+    rng = np.random.default_rng(8)
+    P = (rng.random((500, 3)) * 3 - 1.5).astype(np.float32)
+    results = []
+    for mod in mods:
+        w = mod.wp
+        w.init()
+        mesh = w.Mesh(w.array(V, dtype=w.vec3, device="cpu"), w.array(F.ravel(), dtype=w.int32, device="cpu"))
+        outs = [w.zeros(500, dtype=int, device="cpu"), w.zeros(500, dtype=w.vec2, device="cpu"),
+                w.zeros(500, dtype=float, device="cpu")]
+        w.launch(mod.closest, dim=500, inputs=[mesh.id, w.array(P, dtype=w.vec3, device="cpu"), *outs], device="cpu")
+        results.append([o.numpy() for o in outs])
+    # faces meeting at a closest vertex or edge tie: compare the closest points themselves
+    points = []
+    for f, uv, _ in results:
+        T = V[F[f]]
+        points.append(uv[:, :1] * T[:, 0] + uv[:, 1:] * T[:, 1] + (1 - uv.sum(1, keepdims=True)) * T[:, 2])
+    np.testing.assert_allclose(points[0], points[1], atol=1e-4)
+    np.testing.assert_array_equal(results[0][2], results[1][2])
+
+
+def test_gradients_against_finite_differences():
+    """d/dp of the distance to the closest point (through u, v and mesh_eval_position), d/d(start, dir)
+    of a ray's hit distance, and d/d(points) of mesh_eval_position and the face normal."""
+    V, F = bumpy(9)
+    points = wp.array(V, dtype=wp.vec3, requires_grad=True)
+    mesh = wp.Mesh(points, wp.array(F.ravel(), dtype=wp.int32))
+
+    @wp.kernel
+    def loss(mesh: wp.uint64, p: wp.array(dtype=wp.vec3), o: wp.array(dtype=wp.vec3), d: wp.array(dtype=wp.vec3),
+             out: wp.array(dtype=float)):
+        q = wp.mesh_query_point_no_sign(mesh, p[0], 1.0e6)
+        c = wp.mesh_eval_position(mesh, q.face, q.u, q.v)
+        h = wp.mesh_query_ray(mesh, o[0], d[0], 1.0e6)
+        n = wp.mesh_eval_face_normal(mesh, 3)
+        out[0] = wp.length(p[0] - c) + 0.7 * h.t + wp.dot(n, wp.vec3(0.3, -0.2, 0.9))
+
+    def run(pv, ov, dv, pts=None):
+        if pts is not None:
+            points.assign(pts)
+            mesh.refit()
+        arrs = [wp.array([x], dtype=wp.vec3, requires_grad=True) for x in (pv, ov, dv)]
+        out = wp.zeros(1, dtype=float, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(loss, dim=1, inputs=[mesh.id, *arrs, out])
+        return out, arrs, tape
+
+    p0 = np.array([1.9, 0.3, -0.4], np.float32)
+    o0 = np.array([0.05, -0.1, 2.5], np.float32)
+    d0 = np.array([0.02, 0.05, -1.0], np.float32)
+    out, arrs, tape = run(p0, o0, d0)
+    points.grad.zero_()
+    tape.backward(loss=out)
+    grads = [a.grad.numpy()[0] for a in arrs]
+    mesh_grad = points.grad.numpy().copy()
+    h = 1e-3
+
+    def value(pv, ov, dv, pts=None):
+        return float(run(pv, ov, dv, pts)[0].numpy()[0])
+
+    for k, base in enumerate((p0, o0, d0)):
+        for j in range(3):
+            e = np.zeros(3, np.float32)
+            e[j] = h
+            args = [p0, o0, d0]
+            args[k] = base + e
+            plus = value(*args)
+            args[k] = base - e
+            fd = (plus - value(*args)) / (2 * h)
+            assert abs(fd - grads[k][j]) < 2e-2 * max(1.0, abs(fd)), (k, j, fd, grads[k][j])
+    tri = F[3]
+    for vtx in tri:  # the face normal term (the closest point and the ray hit are elsewhere)
+        for j in range(3):
+            Vp, Vm = V.copy(), V.copy()
+            Vp[vtx, j] += h
+            Vm[vtx, j] -= h
+            fd = (value(p0, o0, d0, Vp) - value(p0, o0, d0, Vm)) / (2 * h)
+            assert abs(fd - mesh_grad[vtx, j]) < 2e-2 * max(1.0, abs(fd)), (vtx, j, fd, mesh_grad[vtx, j])
+
+
+def test_points_setter_refits(device):
+    V, F = icosphere(1)
+    mesh = wp.Mesh(wp.array(V, dtype=wp.vec3, device=device), wp.array(F.ravel(), dtype=wp.int32, device=device))
+    moved = wp.array(V * 2.0, dtype=wp.vec3, device=device)
+    mesh.points = moved
+    out = wp.zeros((1, 7), dtype=float, device=device)
+    wp.launch(point_queries, dim=1, inputs=[mesh.id, wp.array([[0.0, 0.0, 3.0]], dtype=wp.vec3, device=device), out],
+              device=device)
+    assert abs(out.numpy()[0, 0] - 1.0) < 1e-2  # the surface moved to radius 2
+    with pytest.raises(RuntimeError, match="same shape"):
+        mesh.points = wp.zeros(3, dtype=wp.vec3, device=device)
+
+
+def test_bad_input():
+    pts = wp.array(np.eye(3, dtype=np.float32), dtype=wp.vec3)
+    with pytest.raises(RuntimeError, match="whole triangles"):
+        wp.Mesh(pts, wp.array([0, 1, 2, 0], dtype=wp.int32))
+    with pytest.raises(ValueError, match="outside"):
+        wp.Mesh(pts, wp.array([0, 1, 3], dtype=wp.int32))
+    bad = np.eye(3, dtype=np.float32)
+    bad[1, 2] = np.nan
+    with pytest.raises(ValueError, match="not finite"):
+        wp.Mesh(wp.array(bad, dtype=wp.vec3), wp.array([0, 1, 2], dtype=wp.int32))
+    with pytest.raises(RuntimeError, match="wp.int32"):
+        wp.Mesh(pts, wp.array([0, 1, 2], dtype=wp.int64))
+    with pytest.raises(RuntimeError, match="wp.vec3"):
+        wp.Mesh(wp.zeros(3, dtype=wp.vec3d), wp.array([0, 1, 2], dtype=wp.int32))
+    with pytest.raises(ValueError, match="bvh_leaf_size"):
+        wp.Mesh(pts, wp.array([0, 1, 2], dtype=wp.int32), bvh_leaf_size=0)

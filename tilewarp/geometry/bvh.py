@@ -1,0 +1,297 @@
+"""``wp.Bvh``: a bounding volume hierarchy over boxes, and ``Tree``, the build both it and ``wp.Mesh``
+use.
+
+Every step runs as tilewarp kernels on the tree's device (the CPU's thread pool, or the GPU), so
+one code path serves both: the scene box of the item centres, a 63-bit Morton key per item (30 bits
+under a 32-bit group id for grouped trees), a stable radix sort, then the LBVH hierarchy (each
+internal node from the sorted keys alone), leaves of up to ``leaf_size`` items, group roots, and a
+bottom-up refit in one launch (``native/geometry/bvh.h``). Results are deterministic: the sort is
+stable and ties between equal keys go by position.
+
+The tree's id is the address of a descriptor (``BvhDesc``) that a one-thread kernel writes, so
+builds and refits stay in stream order with no host round trip; only a grouped build reads one
+number back (how many groups there are).
+"""
+from __future__ import annotations
+
+import enum
+import tilewarp as wp
+
+from .. import utils
+from ..builtins.bvh import BvhDesc
+from ..language import types as T
+from ..runtime.array import array, empty, zeros
+
+_CHUNK = 256  # items one thread folds into the scene box (then one atomic per chunk)
+_BIG = 3.0e38
+
+
+class BvhConstructor(enum.IntEnum):
+    """Warp's names for the build algorithms. Every one currently builds the parallel LBVH (on the
+    CPU too, where Warp runs a one-thread SAH build); the choice is kept for ``rebuild``."""
+
+    SAH = 0
+    MEDIAN = 1
+    LBVH = 2
+    CUBQL = -1
+
+    @classmethod
+    def from_str(cls, value):
+        if isinstance(value, cls):
+            return value
+        try:
+            return cls[str(value).upper()]
+        except KeyError:
+            raise ValueError(f"Unknown BVH constructor '{value}', expected one of: "
+                             f"{', '.join(m.name.lower() for m in cls)}") from None
+
+
+def constructor_of(value, device) -> BvhConstructor:
+    if value is None:
+        return BvhConstructor.SAH if device.is_cpu else BvhConstructor.LBVH
+    return BvhConstructor.from_str(value)
+
+
+@wp.kernel(enable_backward=False)
+def _scene_box(tree: wp.uint64, n: int, chunk: int, box: wp.array(dtype=wp.vec3)):
+    t = wp.tid()
+    lo = wp.vec3(_BIG)
+    hi = wp.vec3(-_BIG)
+    for i in range(t * chunk, wp.min(n, (t + 1) * chunk)):
+        c = 0.5 * (wp._bvh_item_lower(tree, i) + wp._bvh_item_upper(tree, i))
+        if wp.isfinite(c[0]) and wp.isfinite(c[1]) and wp.isfinite(c[2]):
+            lo = wp.min(lo, c)
+            hi = wp.max(hi, c)
+    wp.atomic_min(box, 0, lo)
+    wp.atomic_max(box, 1, hi)
+
+
+@wp.kernel(enable_backward=False)
+def _keys(tree: wp.uint64, box: wp.array(dtype=wp.vec3), groups: wp.array(dtype=wp.int32), grouped: wp.bool,
+          keys: wp.array(dtype=wp.uint64), items: wp.array(dtype=wp.int32)):
+    i = wp.tid()
+    g = wp.int32(0)
+    if grouped:
+        g = groups[i]
+    keys[i] = wp._bvh_item_key(tree, i, box[0], box[1], g, grouped)
+    items[i] = i
+
+
+@wp.kernel(enable_backward=False)
+def _internal(tree: wp.uint64):
+    wp._bvh_build_internal(tree, wp.tid())
+
+
+@wp.kernel(enable_backward=False)
+def _leaves(tree: wp.uint64):
+    wp._bvh_build_leaf(tree, wp.tid())
+
+
+@wp.kernel(enable_backward=False)
+def _collapse(tree: wp.uint64, grouped: wp.bool):
+    wp._bvh_collapse(tree, wp.tid(), grouped)
+
+
+@wp.kernel(enable_backward=False)
+def _refit(tree: wp.uint64):
+    wp._bvh_refit(tree, wp.tid())
+
+
+@wp.func
+def _group_of(keys: wp.array(dtype=wp.uint64), i: int):
+    return wp.int32(wp.int64(keys[i] >> wp.uint64(30)) - wp.int64(2147483648))
+
+
+@wp.kernel(enable_backward=False)
+def _group_heads(keys: wp.array(dtype=wp.uint64), heads: wp.array(dtype=wp.int32)):
+    i = wp.tid()
+    head = 1
+    if i > 0:
+        if _group_of(keys, i) == _group_of(keys, i - 1):
+            head = 0
+    heads[i] = head
+
+
+@wp.kernel(enable_backward=False)
+def _group_runs(keys: wp.array(dtype=wp.uint64), n: int, heads: wp.array(dtype=wp.int32),
+                ids: wp.array(dtype=wp.int32), firsts: wp.array(dtype=wp.int32), lasts: wp.array(dtype=wp.int32)):
+    i = wp.tid()
+    g = heads[i] - 1  # inclusive scan of the head flags: this position's group number
+    first = True
+    if i > 0:
+        first = g != heads[i - 1] - 1
+    if first:
+        ids[g] = _group_of(keys, i)
+        firsts[g] = i
+    last = True
+    if i < n - 1:
+        last = g != heads[i + 1] - 1
+    if last:
+        lasts[g] = i
+
+
+@wp.kernel(enable_backward=False)
+def _group_roots(tree: wp.uint64, firsts: wp.array(dtype=wp.int32), lasts: wp.array(dtype=wp.int32)):
+    g = wp.tid()
+    wp._bvh_group_root(tree, g, firsts[g], lasts[g])
+
+
+@wp.kernel(enable_backward=False)
+def _store(desc: wp.array(dtype=BvhDesc), value: BvhDesc):
+    desc[0] = value
+
+
+def _launch(kernel, n, inputs, device):
+    if n > 0:
+        wp.launch(kernel, dim=n, inputs=inputs, device=device, record_tape=False)
+
+
+class Tree:
+    """The buffers and build of one LBVH over ``n`` items: boxes (``lowers``/``uppers`` arrays) or
+    triangles (``points`` and ``indices``). ``write(desc)`` stores the descriptor where the owner's
+    id points (a BVH's own one, or the head of a mesh's)."""
+
+    def __init__(self, device, n: int, leaf_size: int, write, groups=None):
+        self.device, self.n, self.leaf_size, self.write = device, n, leaf_size, write
+        self.groups = groups
+        nodes = max(2 * n - 1, 1)
+        self.nodes = zeros(nodes * 8, dtype=T.int32, device=device)  # 32-byte nodes (bvh.h)
+        self.parents = empty(nodes, dtype=T.int32, device=device)
+        self.ranges = empty(2 * nodes, dtype=T.int32, device=device)
+        self.counters = empty(nodes, dtype=T.int32, device=device)
+        self.items = empty(max(2 * n, 1), dtype=T.int32, device=device)
+        self.keys = empty(max(2 * n, 1), dtype=T.uint64, device=device)
+        self.box = empty(2, dtype=T.vec3, device=device)
+        self.group_ids = self.group_roots = None
+        self.num_groups = 0
+        self.sources = {}
+
+    def descriptor(self) -> BvhDesc:
+        d = BvhDesc()
+        d.nodes, d.parents, d.ranges = self.nodes.ptr, self.parents.ptr, self.ranges.ptr
+        d.counters, d.items, d.keys = self.counters.ptr, self.items.ptr, self.keys.ptr
+        for name, a in self.sources.items():
+            setattr(d, name, a.ptr if a is not None else 0)
+        if self.group_ids is not None:
+            d.group_ids, d.group_roots = self.group_ids.ptr, self.group_roots.ptr
+        d.num_items, d.num_nodes = self.n, max(2 * self.n - 1, 1) if self.n else 0
+        d.num_groups, d.leaf_size = self.num_groups, self.leaf_size
+        return d
+
+    def build(self, tree_id: int, **sources):
+        """(Re)build from ``sources`` (``lowers``/``uppers`` or ``points``/``indices`` arrays)."""
+        self.sources = sources
+        self.write(self.descriptor())
+        n, dev = self.n, self.device
+        if n == 0:
+            return
+        self.box.assign([[_BIG] * 3, [-_BIG] * 3])
+        chunks = -(-n // _CHUNK)
+        _launch(_scene_box, chunks, [tree_id, n, _CHUNK, self.box], dev)
+        grouped = self.groups is not None
+        groups = self.groups if grouped else self.items  # any int32 array: unread
+        _launch(_keys, n, [tree_id, self.box, groups, grouped, self.keys, self.items], dev)
+        utils.radix_sort_pairs(self.keys, self.items, n, 0, 62 if grouped else 63)
+        self.parents.fill_(-1)
+        _launch(_internal, n - 1, [tree_id], dev)
+        _launch(_leaves, n, [tree_id], dev)
+        if self.leaf_size > 1:
+            _launch(_collapse, n - 1, [tree_id, grouped], dev)
+        if grouped:
+            self._group_roots(tree_id)
+        self.refit(tree_id)
+
+    def _group_roots(self, tree_id):
+        n, dev = self.n, self.device
+        heads = empty(n, dtype=T.int32, device=dev)
+        _launch(_group_heads, n, [self.keys, heads], dev)
+        utils.array_scan(heads, heads, inclusive=True)
+        self.num_groups = count = int(heads[n - 1:n].numpy()[0])
+        self.group_ids = empty(count, dtype=T.int32, device=dev)
+        self.group_roots = empty(count, dtype=T.int32, device=dev)
+        firsts = empty(count, dtype=T.int32, device=dev)
+        lasts = empty(count, dtype=T.int32, device=dev)
+        _launch(_group_runs, n, [self.keys, n, heads, self.group_ids, firsts, lasts], dev)
+        self.write(self.descriptor())
+        _launch(_group_roots, count, [tree_id, firsts, lasts], dev)
+
+    def refit(self, tree_id: int):
+        if self.n == 0:
+            return
+        self.counters.zero_()
+        _launch(_refit, max(2 * self.n - 1, 1), [tree_id], self.device)
+
+
+def _check_bounds(lowers, uppers):
+    if not isinstance(lowers, array) or not isinstance(uppers, array):
+        raise TypeError("Bvh() takes lowers and uppers as wp.array of wp.vec3")
+    if len(lowers) != len(uppers):
+        raise RuntimeError("The same number of lower and upper bounds must be provided")
+    if lowers.device != uppers.device:
+        raise RuntimeError("Lower and upper bounds must live on the same device")
+    for name, a in (("lowers", lowers), ("uppers", uppers)):
+        if a.dtype is not T.vec3 or not a.is_contiguous or a.ndim != 1:
+            raise RuntimeError(f"{name} should be a contiguous array of type wp.vec3")
+
+
+def check_groups(groups, device, count: int, what: str):
+    if groups is None:
+        return
+    if not isinstance(groups, array) or groups.dtype is not T.int32 or not groups.is_contiguous:
+        raise RuntimeError("groups should be a contiguous array of type wp.int32")
+    if groups.device != device:
+        raise RuntimeError(f"groups must live on the same device as {what}")
+    if len(groups) != count:
+        raise RuntimeError(f"groups must have the same length as {what}")
+
+
+def check_leaf_size(leaf_size, name="leaf_size"):
+    if int(leaf_size) < 1:
+        raise ValueError(f"{name} must be greater than or equal to 1, current value: {leaf_size}")
+    return int(leaf_size)
+
+
+class Bvh:
+    """A bounding volume hierarchy over boxes (Warp's ``wp.Bvh``): kernels take its :attr:`id` and
+    query it with ``wp.bvh_query_aabb`` / ``_ray`` / ``_sphere`` / ``_capsule`` and ``wp.bvh_query_next``,
+    which yield indices into ``lowers``/``uppers``. After changing the boxes call :meth:`refit`."""
+
+    def __new__(cls, *args, **kwargs):
+        self = super().__new__(cls)
+        self.id = None
+        return self
+
+    def __init__(self, lowers: array, uppers: array, constructor=None, groups: array | None = None,
+                 leaf_size: int = 1):
+        _check_bounds(lowers, uppers)
+        self.device = lowers.device
+        check_groups(groups, self.device, len(lowers), "lowers/uppers")
+        self._constructor = constructor_of(constructor, self.device)
+        if self._constructor == BvhConstructor.CUBQL and groups is not None:
+            raise RuntimeError("Grouped BVHs are not supported with constructor='cubql'")
+        self.lowers, self.uppers, self.groups = lowers, uppers, groups
+        self._desc = zeros(1, dtype=BvhDesc, device=self.device)
+        self._tree = Tree(self.device, len(lowers), check_leaf_size(leaf_size), self._write, groups)
+        self.id = self._desc.ptr
+        self._tree.build(self.id, lowers=lowers, uppers=uppers)
+
+    def _write(self, desc):
+        wp.launch(_store, dim=1, inputs=[self._desc, desc], device=self.device, record_tape=False)
+
+    def __del__(self):
+        self.id = None
+
+    def refit(self):
+        """Recompute every node's box from the current ``lowers``/``uppers`` (same tree shape)."""
+        self._tree.refit(self.id)
+
+    def rebuild(self, constructor=None):
+        """Build the tree again from the current ``lowers``/``uppers``, reusing its buffers."""
+        if constructor is not None:
+            self._constructor = constructor_of(constructor, self.device)
+        self._tree.build(self.id, lowers=self.lowers, uppers=self.uppers)
+
+    # read-only views of the tree, for tests and tools
+    def _nodes(self):
+        raw = self._tree.nodes.numpy().reshape(-1, 8)
+        return raw[:, [0, 1, 2]].view("f4"), raw[:, 3], raw[:, [4, 5, 6]].view("f4"), raw[:, 7]

@@ -1,0 +1,183 @@
+"""``wp.Mesh``: a triangle mesh with a BVH over its faces, for closest-point, ray and box queries in
+kernels (``tilewarp/builtins/mesh.py``, ``native/geometry/mesh.h``).
+
+The tree is ``bvh.Tree`` over the faces' boxes, built by kernels on the mesh's device; the mesh's
+descriptor (``MeshDesc``) starts with the tree's, so the mesh id is also its tree's id. Input is
+checked before anything is built: index arrays of whole triangles, indices within the points, finite
+points, devices and dtypes — each refused with an error naming the argument.
+"""
+from __future__ import annotations
+
+import tilewarp as wp
+
+from ..builtins.mesh import MeshDesc
+from ..language import types as T
+from ..runtime.array import array, zeros
+from .bvh import BvhConstructor, Tree, check_groups, check_leaf_size, constructor_of
+
+_CHUNK = 256
+
+
+@wp.kernel(enable_backward=False)
+def _inspect(points: wp.array(dtype=wp.vec3), indices: wp.array(dtype=wp.int32), chunk: int,
+             out: wp.array(dtype=wp.int32), edges: wp.array(dtype=wp.float64)):
+    # out[0]: indices outside the points, out[1]: non-finite points; edges[0]: summed edge length
+    t = wp.tid()
+    bad = int(0)
+    nonfinite = int(0)
+    total = wp.float64(0.0)
+    n = points.shape[0]
+    faces = indices.shape[0] // 3
+    for f in range(t * chunk, wp.min(faces, (t + 1) * chunk)):
+        i = indices[3 * f]
+        j = indices[3 * f + 1]
+        k = indices[3 * f + 2]
+        if i < 0 or i >= n or j < 0 or j >= n or k < 0 or k >= n:
+            bad += 1
+        else:
+            a = points[i]
+            b = points[j]
+            c = points[k]
+            total += wp.float64(wp.length(b - a) + wp.length(c - b) + wp.length(a - c))
+    for p in range(t * chunk, wp.min(n, (t + 1) * chunk)):
+        q = points[p]
+        if not (wp.isfinite(q[0]) and wp.isfinite(q[1]) and wp.isfinite(q[2])):
+            nonfinite += 1
+    if bad > 0:
+        wp.atomic_add(out, 0, bad)
+    if nonfinite > 0:
+        wp.atomic_add(out, 1, nonfinite)
+    wp.atomic_add(edges, 0, total)
+
+
+@wp.kernel(enable_backward=False)
+def _store(desc: wp.array(dtype=MeshDesc), value: MeshDesc):
+    desc[0] = value
+
+
+def _check(points, indices, velocities):
+    for name, a in (("points", points), ("indices", indices)):
+        if not isinstance(a, array):
+            raise TypeError(f"Mesh(): {name} must be a wp.array, got {type(a).__name__}")
+    if points.device != indices.device:
+        raise RuntimeError("Mesh points and indices must live on the same device")
+    if points.dtype is not T.vec3 or not points.is_contiguous or points.ndim != 1:
+        raise RuntimeError("Mesh points should be a contiguous array of type wp.vec3")
+    if indices.dtype is not T.int32 or not indices.is_contiguous:
+        raise RuntimeError("Mesh indices should be a contiguous array of type wp.int32")
+    if indices.ndim > 1:
+        raise RuntimeError("Mesh indices should be a flattened 1d array of indices")
+    if indices.size % 3:
+        raise RuntimeError(f"Mesh indices should hold whole triangles (a multiple of 3 entries), got {indices.size}")
+    if velocities is not None:
+        if not isinstance(velocities, array) or velocities.dtype is not T.vec3 or not velocities.is_contiguous:
+            raise RuntimeError("Mesh velocities should be a contiguous array of type wp.vec3")
+        if velocities.device != points.device:
+            raise RuntimeError("Mesh velocities must live on the same device as the points")
+        if velocities.shape != points.shape:
+            raise RuntimeError(f"Mesh velocities must have the points' shape {points.shape}, got {velocities.shape}")
+
+
+class Mesh:
+    """A triangle mesh (Warp's ``wp.Mesh``): ``points`` (vec3), ``indices`` (int32, three per face),
+    optional ``velocities``. Kernels take its :attr:`id`. Assigning :attr:`points` a new array refits
+    the tree; after changing the points in place call :meth:`refit`."""
+
+    def __new__(cls, *args, **kwargs):
+        self = super().__new__(cls)
+        self.id = None
+        return self
+
+    def __init__(self, points: array, indices: array, velocities: array | None = None,
+                 support_winding_number: bool = False, bvh_constructor=None, bvh_leaf_size: int | None = None,
+                 groups: array | None = None):
+        _check(points, indices, velocities)
+        self.device = points.device
+        faces = indices.size // 3
+        check_groups(groups, self.device, faces, "indices / 3")
+        self._constructor = constructor_of(bvh_constructor, self.device)
+        if self._constructor == BvhConstructor.CUBQL:
+            if groups is not None:
+                raise RuntimeError("Grouped mesh queries are not supported with bvh_constructor='cubql'")
+            if support_winding_number:
+                raise RuntimeError("support_winding_number=True is not supported with bvh_constructor='cubql'")
+        leaf_size = 4 if bvh_leaf_size is None or (bvh_leaf_size == 0 and self._constructor == BvhConstructor.CUBQL) \
+            else check_leaf_size(bvh_leaf_size, "bvh_leaf_size")
+        self._points, self._velocities, self.indices, self.groups = points, velocities, indices, groups
+        self.support_winding_number = bool(support_winding_number)
+        self._average_edge = self._validate(points, indices)
+        self._bvh = None
+        self._desc = zeros(1, dtype=MeshDesc, device=self.device)
+        self._tree = Tree(self.device, faces, leaf_size, self._write_tree, groups)
+        self.id = self._desc.ptr
+        self._tree.build(self.id, points=points, indices=indices)
+
+    def _validate(self, points, indices) -> float:
+        faces = indices.size // 3
+        out = zeros(2, dtype=T.int32, device=self.device)
+        edges = zeros(1, dtype=T.float64, device=self.device)
+        chunks = max(-(-max(faces, points.size) // _CHUNK), 1)
+        wp.launch(_inspect, dim=chunks, inputs=[points, indices, _CHUNK, out, edges], device=self.device,
+                  record_tape=False)
+        bad, nonfinite = (int(x) for x in out.numpy())
+        if bad:
+            raise ValueError(f"Mesh indices: {bad} triangle(s) refer to points outside [0, {points.size})")
+        if nonfinite:
+            raise ValueError(f"Mesh points: {nonfinite} point(s) are not finite (NaN or infinite)")
+        return float(edges.numpy()[0]) / max(3 * faces, 1)
+
+    def _write_tree(self, bvh_desc):
+        self._bvh = bvh_desc
+        self._write()
+
+    def _write(self):
+        d = MeshDesc()
+        d.bvh = self._bvh
+        d.velocities = self._velocities.ptr if self._velocities is not None else 0
+        grad = self._points.grad if self._points.requires_grad else None
+        d.points_grad = grad.ptr if grad is not None else 0
+        vgrad = self._velocities.grad if self._velocities is not None and self._velocities.requires_grad else None
+        d.velocities_grad = vgrad.ptr if vgrad is not None else 0
+        d.num_points, d.num_faces = self._points.size, self.indices.size // 3
+        d.average_edge, d.winding = self._average_edge, int(self.support_winding_number)
+        wp.launch(_store, dim=1, inputs=[self._desc, d], device=self.device, record_tape=False)
+
+    def __del__(self):
+        self.id = None
+
+    def refit(self):
+        """Recompute the tree's boxes from the current points (same tree shape)."""
+        self._tree.refit(self.id)
+
+    @property
+    def points(self):
+        return self._points
+
+    @points.setter
+    def points(self, new):
+        if not isinstance(new, array) or new.dtype is not T.vec3:
+            raise RuntimeError("Mesh points should be an array of type wp.vec3")
+        if new.device != self._points.device:
+            raise RuntimeError("The new points and the original points must live on the same device, the new "
+                               f"points are on {new.device} while the old points are on {self._points.device}.")
+        if new.ndim != 1 or new.shape[0] != self._points.shape[0]:
+            raise RuntimeError("The new points and the original points must have the same shape, the new points' "
+                               f"shape is {new.shape}, while the old points' shape is {self._points.shape}.")
+        self._points = new
+        self._tree.sources["points"] = new
+        self._bvh = self._tree.descriptor()
+        self._write()
+        self.refit()
+
+    @property
+    def velocities(self):
+        return self._velocities
+
+    @velocities.setter
+    def velocities(self, new):
+        if self._velocities is None or new.device != self._velocities.device:
+            raise RuntimeError("The new velocities must live on the device of the original velocities")
+        if new.ndim != 1 or new.shape[0] != self._velocities.shape[0]:
+            raise RuntimeError(f"The new velocities must have the shape {self._velocities.shape}, got {new.shape}")
+        self._velocities = new
+        self._write()
