@@ -88,7 +88,7 @@ def clear_kernel_cache():
 
 
 #: the geometry library's objects (tilewarp/geometry), loaded on first use like the libraries below
-_GEOMETRY = frozenset({"HashGrid", "Bvh", "Mesh"})
+_GEOMETRY = frozenset({"HashGrid", "Bvh", "Mesh", "Volume"})
 
 
 def __getattr__(name):

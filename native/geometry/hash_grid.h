@@ -128,32 +128,42 @@ TW_FUNC hash_grid_query_t hash_grid_query(uint64_t id, const vec_t<3, T>& p, R r
     return hash_grid_query(id, p, radius, group, true);
 }
 
-// (found, the advanced query, the candidate's original index or `index` unchanged when done)
-TW_FUNC tuple_t<bool, hash_grid_query_t, int32_t> hash_grid_query_next(hash_grid_query_t q, int32_t index) {
-    if (q.f_nx > 0) {
-        const hash_grid_t& g = detail::hash_grid_at(q.f_grid);
-        const int32_t* ids = reinterpret_cast<const int32_t*>(g.f_point_ids);
-        while (q.f_cursor >= q.f_end) {
-            if (q.f_k >= q.f_nz) return make_tuple<bool, hash_grid_query_t, int32_t>(false, q, index);
-            int64_t x = (int64_t)q.f_x0 + q.f_i, y = (int64_t)q.f_y0 + q.f_j, z = (int64_t)q.f_z0 + q.f_k;
-            x -= x >= g.f_dim_x ? g.f_dim_x : 0;
-            y -= y >= g.f_dim_y ? g.f_dim_y : 0;
-            z -= z >= g.f_dim_z ? g.f_dim_z : 0;
-            int32_t cell = (int32_t)((z * g.f_dim_y + y) * g.f_dim_x + x);
-            q.f_cursor = reinterpret_cast<const int32_t*>(g.f_cell_starts)[cell];
-            q.f_end = reinterpret_cast<const int32_t*>(g.f_cell_ends)[cell];
-            if (q.f_grouped && q.f_cursor < q.f_end) {
-                detail::group_run(reinterpret_cast<const int32_t*>(g.f_groups), q.f_cursor, q.f_end, q.f_group);
-            }
-            if (++q.f_i == q.f_nx) {
-                q.f_i = 0;
-                if (++q.f_j == q.f_ny) q.f_j = 0, ++q.f_k;
-            }
+namespace detail {
+// Open the next non-empty cell of the query's range; false when none is left (the slow path).
+TW_FUNC bool hash_grid_open_cell(hash_grid_query_t& q) {
+    if (q.f_nx <= 0) return false;
+    const hash_grid_t& g = hash_grid_at(q.f_grid);
+    while (q.f_cursor >= q.f_end) {
+        if (q.f_k >= q.f_nz) return false;
+        int64_t x = (int64_t)q.f_x0 + q.f_i, y = (int64_t)q.f_y0 + q.f_j, z = (int64_t)q.f_z0 + q.f_k;
+        x -= x >= g.f_dim_x ? g.f_dim_x : 0;
+        y -= y >= g.f_dim_y ? g.f_dim_y : 0;
+        z -= z >= g.f_dim_z ? g.f_dim_z : 0;
+        int32_t cell = (int32_t)((z * g.f_dim_y + y) * g.f_dim_x + x);
+        q.f_cursor = reinterpret_cast<const int32_t*>(g.f_cell_starts)[cell];
+        q.f_end = reinterpret_cast<const int32_t*>(g.f_cell_ends)[cell];
+        if (q.f_grouped && q.f_cursor < q.f_end) {
+            group_run(reinterpret_cast<const int32_t*>(g.f_groups), q.f_cursor, q.f_end, q.f_group);
         }
-        index = ids[q.f_cursor++];
-        return make_tuple<bool, hash_grid_query_t, int32_t>(true, q, index);
+        if (++q.f_i == q.f_nx) {
+            q.f_i = 0;
+            if (++q.f_j == q.f_ny) q.f_j = 0, ++q.f_k;
+        }
     }
-    return make_tuple<bool, hash_grid_query_t, int32_t>(false, q, index);
+    return true;
+}
+}  // namespace detail
+
+// (found, the advanced query, the candidate's original index or `index` unchanged when done). Forced
+// inline, with the cell change out of line: the query then lives in registers across a loop.
+TW_FORCEINLINE TW_FUNC tuple_t<bool, hash_grid_query_t, int32_t> hash_grid_query_next(hash_grid_query_t q,
+                                                                                      int32_t index) {
+    if (q.f_cursor >= q.f_end && !detail::hash_grid_open_cell(q)) {
+        return make_tuple<bool, hash_grid_query_t, int32_t>(false, q, index);
+    }
+    const int32_t* ids = reinterpret_cast<const int32_t*>(detail::hash_grid_at(q.f_grid).f_point_ids);
+    index = ids[q.f_cursor++];
+    return make_tuple<bool, hash_grid_query_t, int32_t>(true, q, index);
 }
 
 // The original index of the point at position `index` of the grid's sorted order; -1 before a build.

@@ -176,6 +176,9 @@ class Tape:
         if T.is_struct(type(value)):
             adjoint = value._tw_adjoint()
             self.gradients[value] = adjoint  # tape.gradients[s].x is the gradient of s.x, as in Warp
+            for a in tape_state.arrays_in(value):  # and tape.gradients[s.x] itself
+                if a.requires_grad:
+                    self.gradients[a] = a.grad
             return adjoint
         return None
 

@@ -83,6 +83,22 @@ PARAMS: dict[str, tuple[tuple[str, ...], ...]] = {
     "curlnoise": tuple(("state", x, "octaves", "lacunarity", "gain") for x in ("xy", "xyz", "xyzt")),
 }
 
+PARAMS.update({  # volumes (builtins/volume.py)
+    "volume_sample": (("id", "uvw", "sampling_mode", "dtype"),),
+    "volume_sample_grad": (("id", "uvw", "sampling_mode", "grad", "dtype"),),
+    "volume_lookup": (("id", "i", "j", "k", "dtype"),),
+    "volume_store": (("id", "i", "j", "k", "value"),),
+    **_same(("id", "uvw", "sampling_mode"), "volume_sample_f", "volume_sample_v"),
+    "volume_sample_i": (("id", "uvw"),),
+    "volume_sample_grad_f": (("id", "uvw", "sampling_mode", "grad"),),
+    **_same(("id", "i", "j", "k"), "volume_lookup_f", "volume_lookup_v", "volume_lookup_i", "volume_lookup_index"),
+    **_same(("id", "i", "j", "k", "value"), "volume_store_f", "volume_store_v", "volume_store_i"),
+    "volume_sample_index": (("id", "uvw", "sampling_mode", "voxel_data", "background"),),
+    "volume_sample_grad_index": (("id", "uvw", "sampling_mode", "voxel_data", "background", "grad"),),
+    "volume_voxel_count": (("id",),),
+    **_same(("id", "uvw"), "volume_index_to_world", "volume_index_to_world_dir"),
+    **_same(("id", "xyz"), "volume_world_to_index", "volume_world_to_index_dir"),
+})
 
 PARAMS.update({
     "bvh_query_aabb": (("id", "low", "high", "root"),),

@@ -8,6 +8,7 @@ use (``import tilewarp`` stays light)."""
 from .bvh import Bvh  # noqa: F401
 from .hash_grid import HashGrid  # noqa: F401
 from .mesh import Mesh  # noqa: F401
+from .volume import Volume  # noqa: F401
 
 #: the names ``wp.<name>`` resolves here
-PUBLIC = ("HashGrid", "Bvh", "Mesh")
+PUBLIC = ("HashGrid", "Bvh", "Mesh", "Volume")

@@ -20,6 +20,7 @@ import tilewarp as wp
 from .. import utils
 from ..builtins.bvh import BvhDesc
 from ..language import types as T
+from ..runtime import cpu_capture
 from ..runtime.array import array, empty, zeros
 
 _CHUNK = 256  # items one thread folds into the scene box (then one atomic per chunk)
@@ -283,13 +284,15 @@ class Bvh:
 
     def refit(self):
         """Recompute every node's box from the current ``lowers``/``uppers`` (same tree shape)."""
-        self._tree.refit(self.id)
+        with cpu_capture.operation(self.device, self.refit):
+            self._tree.refit(self.id)
 
     def rebuild(self, constructor=None):
         """Build the tree again from the current ``lowers``/``uppers``, reusing its buffers."""
         if constructor is not None:
             self._constructor = constructor_of(constructor, self.device)
-        self._tree.build(self.id, lowers=self.lowers, uppers=self.uppers)
+        with cpu_capture.operation(self.device, self.rebuild):
+            self._tree.build(self.id, lowers=self.lowers, uppers=self.uppers)
 
     # read-only views of the tree, for tests and tools
     def _nodes(self):

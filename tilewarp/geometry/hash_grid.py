@@ -12,6 +12,7 @@ order (and inside graph capture) with no host round trip.
 """
 from __future__ import annotations
 
+import functools
 import operator
 from typing import Any
 
@@ -20,6 +21,7 @@ import tilewarp as wp
 from .. import utils
 from ..builtins.hash_grid import HashGridDesc
 from ..language import types as T
+from ..runtime import cpu_capture
 from ..runtime.array import array, empty, zeros
 from ..runtime.device import get_device
 
@@ -139,6 +141,9 @@ class HashGrid:
     def reserve(self, num_points, with_groups=False):
         """Allocate for builds of up to ``num_points`` points (with groups too if ``with_groups``), so
         later builds of that size allocate nothing (as before a graph capture)."""
+        if cpu_capture.active(self.device):
+            raise NotImplementedError("HashGrid.reserve() cannot be called during CPU graph capture; reserve "
+                                      "before capture")
         n = operator.index(num_points)
         if n < 0:
             raise ValueError(f"num_points must be non-negative, got {n}")
@@ -166,6 +171,13 @@ class HashGrid:
     def build(self, points: array, radius, groups: array | None = None):
         """Bucket ``points`` (an array of vec3h / vec3 / vec3d, as the grid's dtype) into cells of width
         ``radius``; with ``groups`` (int32, one per point) queries may ask for one group's points."""
+        if cpu_capture.savable(self.device):
+            raise NotImplementedError("HashGrid.build() cannot be used in a saveable graph capture because HashGrid "
+                                      "serialization is not yet supported; use apic=False or build outside capture")
+        with cpu_capture.operation(self.device, functools.partial(self.build, points, radius, groups)):
+            self._build(points, radius, groups)
+
+    def _build(self, points, radius, groups):
         points, groups, width = self._checked(points, radius, groups)
         n = points.size
         self._ensure(n, groups is not None)

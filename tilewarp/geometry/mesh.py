@@ -12,6 +12,7 @@ import tilewarp as wp
 
 from ..builtins.mesh import MeshDesc
 from ..language import types as T
+from ..runtime import cpu_capture
 from ..runtime.array import array, zeros
 from .bvh import BvhConstructor, Tree, check_groups, check_leaf_size, constructor_of
 
@@ -147,7 +148,8 @@ class Mesh:
 
     def refit(self):
         """Recompute the tree's boxes from the current points (same tree shape)."""
-        self._tree.refit(self.id)
+        with cpu_capture.operation(self.device, self.refit):
+            self._tree.refit(self.id)
 
     @property
     def points(self):

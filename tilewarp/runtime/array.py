@@ -6,6 +6,7 @@ kernel receives a ``tw::array_t<T, D>`` descriptor pointing straight at this mem
 """
 from __future__ import annotations
 
+import functools
 import math
 import operator
 import typing
@@ -18,7 +19,7 @@ from ..language import types as T
 from ..errors import LaunchError
 from .device import Device, get_device
 from ..frontend.local_arrays import local_zeros
-from . import copy_adjoint, host_views
+from . import copy_adjoint, cpu_capture, host_views
 
 
 class _Allocation:
@@ -373,6 +374,8 @@ class array:
         """Set every element to ``value`` (a scalar, or a vector/matrix for composite arrays)."""
         if self.size == 0:
             return
+        if cpu_capture.recording:  # a CPU graph capture replays the memset too
+            cpu_capture.record(self.device, functools.partial(self.fill_, value))
         v = structs.to_numpy(value, self.dtype).reshape(()) if T.is_struct(self.dtype) else T.to_storage(
             T.scalar_of(self.dtype), value.numpy() if hasattr(value, "numpy") else value)
         if self.is_contiguous and not np.ascontiguousarray(v).reshape(-1).view(np.uint8).any():  # zero bytes: memset
@@ -643,6 +646,8 @@ def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, cou
             raise LaunchError(f"copy between non-contiguous arrays of shapes {src.shape} and {dest.shape}")
     _strided_copy(dest, src)
     copy_adjoint.record(dest, src)
+    if cpu_capture.recording:
+        cpu_capture.record(dest.device, functools.partial(_strided_copy, dest, src))
 
 
 def from_numpy(arr, dtype=None, shape=None, device=None, requires_grad=False) -> array:

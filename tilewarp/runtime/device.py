@@ -155,7 +155,9 @@ class Device:
 
     @property
     def is_capturing(self) -> bool:
-        if not self.is_cuda or self._backend is None:
+        if self.is_cpu:
+            return bool(self.captures)
+        if self._backend is None:
             return False
         return bool(self.captures) or self.stream.is_capturing
 

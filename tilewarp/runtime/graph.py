@@ -1,14 +1,16 @@
-"""CUDA graphs with Warp's API: ``wp.ScopedCapture``, ``capture_begin``/``capture_end``/``capture_launch``.
+"""Graphs with Warp's API: ``wp.ScopedCapture``, ``capture_begin``/``capture_end``/``capture_launch``.
 
 Capture records the launches, memsets and device copies issued on a (created, non-legacy) stream
 into a CUDA graph instead of running them (cuStreamBeginCapture); ``capture_launch`` replays
 the whole sequence with one driver call. The graph keeps the argument values it was captured
-with: arrays are baked in by address, so replays see their current contents.
+with: arrays are baked in by address, so replays see their current contents. On the CPU the work
+runs as issued and is recorded as operations that ``capture_launch`` runs again (cpu_capture.py).
 """
 from __future__ import annotations
 
 import enum
 
+from . import cpu_capture
 from .device import get_device
 from .stream import NotCudaError, Stream
 
@@ -29,9 +31,12 @@ class Graph:
         self.graph = 0
         self.graph_exec = 0
         self._external = False
+        self.cpu_ops = None  # a CPU capture: its recorded operations (cpu_capture.py)
 
     @property
     def node_count(self) -> int:
+        if self.cpu_ops is not None:
+            return len(self.cpu_ops)
         return self.device.backend.graph_node_count(self.graph) if self.graph else 0
 
     def __del__(self):
@@ -49,9 +54,7 @@ def _target(device, stream):
     if stream is not None:
         return stream.device, stream
     device = get_device(device)
-    if not device.is_cuda:
-        raise NotCudaError(f"graph capture on {device} is not supported by tilewarp yet (CUDA devices only)")
-    return device, device.stream
+    return device, device.stream if device.is_cuda else None
 
 
 def capture_begin(device=None, stream: Stream | None = None, force_module_load=None, external: bool = False,
@@ -62,6 +65,11 @@ def capture_begin(device=None, stream: Stream | None = None, force_module_load=N
     loads then), so ``force_module_load`` is accepted and ignored.
     """
     device, stream = _target(device, stream)
+    if device.is_cpu:  # work runs as issued and is recorded (cpu_capture.py)
+        graph = Graph(device)
+        graph.cpu_ops = cpu_capture.begin(device, apic)
+        device.captures["cpu"] = graph
+        return
     backend = device.backend
     if external:
         if not stream.is_capturing:
@@ -79,6 +87,10 @@ def capture_begin(device=None, stream: Stream | None = None, force_module_load=N
 def capture_end(device=None, stream: Stream | None = None) -> Graph:
     """Stop the capture begun on ``stream`` and return its Graph."""
     device, stream = _target(device, stream)
+    if device.is_cpu:
+        graph = device.captures.pop("cpu", None)
+        cpu_capture.end(device)
+        return graph
     graph = device.captures.pop(stream.cuda_stream, None)
     if graph is None:
         raise NotCudaError("Graph capture is not active on this stream")
@@ -92,6 +104,9 @@ def capture_end(device=None, stream: Stream | None = None) -> Graph:
 
 def capture_launch(graph: Graph, stream: Stream | None = None):
     """Replay ``graph`` on ``stream`` (its device's current stream when None)."""
+    if graph.cpu_ops is not None:
+        cpu_capture.replay(graph.cpu_ops)
+        return
     if not graph.graph:
         raise NotCudaError("this graph holds no captured CUDA graph (an external capture, or capture failed)")
     backend = graph.device.backend

@@ -25,6 +25,7 @@ Settings that decide how a kernel launches (``wp.config``, module options) forge
 from __future__ import annotations
 
 import ctypes
+import functools
 import weakref
 
 from .. import config
@@ -32,7 +33,7 @@ from ..autodiff.access import param_access
 from ..errors import LaunchError
 from ..frontend.captures import check as check_captures
 from ..language import types as T
-from . import native_launch, tape_state
+from . import cpu_capture, native_launch, tape_state
 from .array import array
 from .block_shape import block_shape, effective_block_dim, uses_tiles
 from .debug import checked_launch
@@ -194,6 +195,8 @@ def remembered(kernel, key, inputs, outputs, record_tape=True) -> bool:
     p.run(values)
     if tape_state.tracking:
         p.track(kernel, values, len(inputs), record_tape)
+        if cpu_capture.recording:
+            cpu_capture.record(p.device, functools.partial(p.run, list(values)))
     return True
 
 
@@ -257,6 +260,8 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     p.run(values)
     if tape_state.tracking:
         p.track(kernel, values, len(inputs), record_tape)
+        if cpu_capture.recording:
+            cpu_capture.record(device, functools.partial(p.run, list(values)))
     if kernel._generic is False:  # known now (specialization_for)
         _remember(kernel, (key, _spelling), p, named)
     return None
