@@ -88,7 +88,8 @@ def clear_kernel_cache():
 
 
 #: the geometry library's objects (tilewarp/geometry), loaded on first use like the libraries below
-_GEOMETRY = frozenset({"HashGrid", "Bvh", "Mesh", "Volume"})
+_GEOMETRY = frozenset({"HashGrid", "Bvh", "Mesh", "MarchingCubes", "Texture", "Texture1D", "Texture2D", "Texture3D",
+                       "TextureAddressMode", "TextureFilterMode", "Volume"})
 
 
 def __getattr__(name):

@@ -75,6 +75,9 @@ PARAMS: dict[str, tuple[tuple[str, ...], ...]] = {
     "transform_set_rotation": (("xform", "q"),),
     "transform_set_translation": (("xform", "p"),),
     "velocity_at_point": (("qd", "r"),),
+    # (bound by the entry itself, tilewarp/builtins/texture.py: dtype is a type; listed for the stubs)
+    "texture_sample": (("tex", "u", "dtype", "lod"), ("tex", "uv", "dtype", "lod"), ("tex", "u", "v", "dtype", "lod"),
+                       ("tex", "uvw", "dtype", "lod"), ("tex", "u", "v", "w", "dtype", "lod")),
     "closest_point_edge_edge": (("p1", "q1", "p2", "q2", "epsilon"),),
     "intersect_tri_tri": (("v0", "v1", "v2", "u0", "u1", "u2"),),
     "noise": (("state", "x"), ("state", "xy"), ("state", "xyz"), ("state", "xyzt")),

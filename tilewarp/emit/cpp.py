@@ -72,11 +72,20 @@ def headers(functions) -> list:
     """``#include`` lines of the native headers beyond ``tilewarp.h`` the IR ``functions`` need: those
     of the builtins they call (``Builtin.header``) and of the native structs their values have."""
     found = set()
+
+    def visit(t):  # native structs inside @wp.struct fields, arrays and tuples too
+        t = t.dtype if T.is_array(t) else t
+        if isinstance(t, T.TupleType):
+            for u in t.types:
+                visit(u)
+        elif T.is_struct(t):
+            found.add(getattr(t, "_tw_header_", None))
+            for u in t._tw_fields_.values():
+                visit(u)
+
     for fn in functions:
         for v in (*fn.params, *fn.values):
-            t = v.type.dtype if T.is_array(v.type) else v.type
-            for u in (t.types if isinstance(t, T.TupleType) else (t,)):
-                found.add(getattr(u, "_tw_header_", None))
+            visit(v.type)
         for s in ir.walk(fn.body):
             if isinstance(s, ir.Assign) and isinstance(s.op, ir.Call):
                 found.add(s.op.builtin.header)

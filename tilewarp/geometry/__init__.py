@@ -8,7 +8,11 @@ use (``import tilewarp`` stays light)."""
 from .bvh import Bvh  # noqa: F401
 from .hash_grid import HashGrid  # noqa: F401
 from .mesh import Mesh  # noqa: F401
+from .marching_cubes import IsoSurfaceBase, IsoSurfaceMarchingCubes, MarchingCubes  # noqa: F401
+from .sparse_marching_cubes import lipschitz_octree, sparse_marching_cubes, sparse_marching_cubes_from_cells  # noqa
+from .texture import Texture, Texture1D, Texture2D, Texture3D, TextureAddressMode, TextureFilterMode  # noqa: F401
 from .volume import Volume  # noqa: F401
 
 #: the names ``wp.<name>`` resolves here
-PUBLIC = ("HashGrid", "Bvh", "Mesh", "Volume")
+PUBLIC = ("HashGrid", "Bvh", "Mesh", "MarchingCubes", "Texture", "Texture1D", "Texture2D", "Texture3D",
+          "TextureAddressMode", "TextureFilterMode", "Volume")
