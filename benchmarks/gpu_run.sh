@@ -29,6 +29,10 @@
 #   warpsuite Warp's own core and tile tests against tilewarp (cpu + cuda:0)
 #   mmsuite   Warp's own tile_matmul test files only (cpu + cuda:0)
 #   blocks    the block-program tests (tilewarp.pallas, tilewarp.arrange) on cuda:0, then benchmarks/blocks.py
+#   geometry  tests/geometry on cuda:0 (one pytest per file, 8 at a time), then Warp's geometry example
+#             programs on cuda:0 (needs .warpfiles: a copy of warp-lang's warp/examples and warp/tests, and
+#             of ../shared/warp_suite; ignored by git, carried)
+#   geosuite  Warp's geometry tests against tilewarp (cpu + cuda:0), from .warpfiles
 #   dist      tilewarp.distributed on one GPU: its tests on cuda:0, both examples under torchrun (NCCL, 1 rank)
 #             with --check, and each against its CPU run
 #   dist2     on a 2-GPU machine: both examples on 2 ranks (NCCL) with --check, and the wave example's
@@ -211,6 +215,19 @@ EOF
     [ "$STEP" = joinwarp ] && { python -c "import warp; print('warp-lang', warp.__version__)"; continue; }
     timeout 300 python -m benchmarks --device cuda:0 --modules tilewarp,warp 2>&1 | tee "$OUT/bench_warp.txt" \
       | grep -v "^Module\|^Warp\|^   " ;;
+  geometry)
+    ls tests/geometry/test_*.py | xargs -P 8 -I{} sh -c 'f=$(basename {} .py); TILEWARP_TEST_DEVICES=cuda:0 \
+      timeout 300 python -m pytest -q -p no:cacheprovider --tb=short {} > "$OUT/geo_$f.txt" 2>&1; \
+      echo "$f: $(tail -1 "$OUT/geo_$f.txt")"; grep -E "^(FAILED|ERROR)" "$OUT/geo_$f.txt" | head -5'
+    WARP_EXAMPLES_DIR=.warpfiles/warp/examples TILEWARP_ASSET_DIR=.warpfiles/warp/examples/assets \
+      timeout 240 python -m benchmarks.warp_examples --geometry --device cuda:0 --frames 3 --timeout 100 \
+      --json "$OUT/warp_examples.json" | tee "$OUT/warp_examples.txt" ;;
+  geosuite)
+    timeout 280 python .warpfiles/warp_suite/warp_suite.py --warp-dir .warpfiles/warp --module tilewarp --tests geometry \
+      --tests test_closest_point_edge_edge.py --tests test_intersect.py --tests test_noise.py \
+      --tests test_triangle_closest_point.py -j 12 --timeout 250 --out "$OUT/warpsuite_geometry.json" \
+      > "$OUT/warpsuite_geometry.txt" 2>&1
+    tail -5 "$OUT/warpsuite_geometry.txt" ;;
   warpsuite)
     mkdir -p /tmp/wd && tar xzf .whl_inst/warptests.tgz -C /tmp/wd
     for s in core tile; do

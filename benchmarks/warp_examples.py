@@ -34,6 +34,11 @@ EXTRA = {"tile/example_tile_mcgp": ["--slices", "2", "--height", "64"]}
 
 
 def warp_examples_dir() -> Path:
+    """$WARP_EXAMPLES_DIR (a copy of warp-lang's examples, e.g. on a machine without warp-lang), else the
+    installed warp-lang's."""
+    env = os.environ.get("WARP_EXAMPLES_DIR")
+    if env:
+        return Path(env)
     return Path(importlib.metadata.distribution("warp-lang").locate_file("warp/examples"))
 
 

@@ -109,6 +109,11 @@ def __getattr__(name):
     elif name in _GEOMETRY:
         import tilewarp.geometry
 
+        if name == "MarchingCubes":  # Warp 1.19's deprecated alias
+            import warnings
+
+            warnings.warn("wp.MarchingCubes is deprecated: use wp.geometry.IsoSurfaceMarchingCubes",
+                          DeprecationWarning, stacklevel=2)
         return getattr(tilewarp.geometry, name)
     else:
         raise AttributeError(f"module 'tilewarp' has no attribute '{name}'")

@@ -16,6 +16,9 @@ mode: str = "release"
 quiet: bool = False
 #: Print extra information (compile commands).
 verbose: bool = False
+#: Warp's switch for warnings with their full call stack (accepted; tilewarp's warnings name the
+#: user's line already).
+verbose_warnings: bool = False
 #: Kernel cache folder; None means $TILEWARP_CACHE_DIR or ~/.cache/tilewarp.
 kernel_cache_dir: str | None = None
 #: Seconds a build waits for another process's build lock on the same kernel (that process may be

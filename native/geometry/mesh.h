@@ -527,6 +527,32 @@ TW_FUNC int32_t mesh_get_index(uint64_t id, int32_t index) {
 
 TW_FUNC uint64_t mesh_get_bvh(uint64_t id) { return id; }
 
+// What wp.mesh_get gives kernels: the mesh's arrays (Python twin: tilewarp/builtins/mesh.py MeshView).
+struct mesh_view_t {
+    array_t<v3f, 1> f_points;
+    array_t<v3f, 1> f_velocities;
+    array_t<int32_t, 1> f_indices;
+};
+
+namespace detail {
+template <typename T> TW_FUNC array_t<T, 1> flat_array(uint64_t data, int32_t n) {
+    array_t<T, 1> a = {};
+    a.data = reinterpret_cast<T*>(data);
+    a.shape[0] = data ? n : 0;
+    a.strides[0] = sizeof(T);
+    return a;
+}
+}  // namespace detail
+
+TW_FUNC mesh_view_t mesh_get(uint64_t id) {
+    const mesh_t& m = detail::mesh_at(id);
+    mesh_view_t v;
+    v.f_points = detail::flat_array<v3f>(m.f_bvh.f_points, m.f_num_points);
+    v.f_velocities = detail::flat_array<v3f>(m.f_velocities, m.f_num_points);
+    v.f_indices = detail::flat_array<int32_t>(m.f_bvh.f_indices, 3 * m.f_num_faces);
+    return v;
+}
+
 TW_FUNC int32_t mesh_get_group_root(uint64_t id, int32_t group) { return bvh_get_group_root(id, group); }
 
 // ---- adjoints --------------------------------------------------------------------------------------

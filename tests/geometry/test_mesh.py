@@ -338,3 +338,29 @@ def test_bad_input():
         wp.Mesh(wp.zeros(3, dtype=wp.vec3d), wp.array([0, 1, 2], dtype=wp.int32))
     with pytest.raises(ValueError, match="bvh_leaf_size"):
         wp.Mesh(pts, wp.array([0, 1, 2], dtype=wp.int32), bvh_leaf_size=0)
+
+
+@wp.kernel
+def read_mesh(mesh: wp.uint64, points: wp.array(dtype=wp.vec3), indices: wp.array(dtype=int),
+              sizes: wp.array(dtype=int)):
+    t = wp.tid()
+    m = wp.mesh_get(mesh)
+    points[t] = m.points[t]
+    for k in range(3):
+        indices[3 * t + k] = m.indices[3 * t + k]
+    sizes[0] = m.points.shape[0]
+    sizes[1] = m.indices.shape[0]
+    sizes[2] = m.velocities.shape[0]
+
+
+def test_mesh_get_arrays(device):
+    """wp.mesh_get(id) hands kernels the mesh's own arrays (no velocities: an empty array)."""
+    V, F = icosphere(0)
+    mesh = wp.Mesh(wp.array(V, dtype=wp.vec3, device=device), wp.array(F.ravel(), dtype=wp.int32, device=device))
+    points = wp.zeros(len(F), dtype=wp.vec3, device=device)
+    indices = wp.zeros(3 * len(F), dtype=int, device=device)
+    sizes = wp.zeros(3, dtype=int, device=device)
+    wp.launch(read_mesh, dim=len(V), inputs=[mesh.id, points, indices, sizes], device=device)
+    np.testing.assert_array_equal(points.numpy()[:len(V)], V)
+    np.testing.assert_array_equal(indices.numpy()[:3 * len(V)], F.ravel()[:3 * len(V)])
+    np.testing.assert_array_equal(sizes.numpy(), [len(V), F.size, 0])

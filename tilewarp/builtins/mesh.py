@@ -60,6 +60,15 @@ class MeshQueryRay:
     normal: T.vec3
 
 
+@native_struct("tw::mesh_view_t", HEADER, name="MeshView")
+class MeshView:
+    """What ``wp.mesh_get(id)`` returns in kernels (Warp's kernel-side ``Mesh``): the mesh's arrays."""
+
+    points: T.ArrayType(T.vec3)
+    velocities: T.ArrayType(T.vec3)
+    indices: T.ArrayType(T.int32)
+
+
 def _rule(result, *spec):
     """Argument checks by kind ('id', 'vec3', 'float', 'int'); optional trailing ones after '|'."""
     required = spec.index("|") if "|" in spec else len(spec)
@@ -117,5 +126,6 @@ register(
     _entry("mesh_get_velocity", _rule(T.vec3, "id", "int"), adjoint=True),
     _entry("mesh_get_index", _rule(T.int32, "id", "int")),
     _entry("mesh_get_bvh", _rule(T.uint64, "id")),
+    _entry("mesh_get", _rule(MeshView, "id")),
     _entry("mesh_get_group_root", _rule(T.int32, "id", "int")),
 )

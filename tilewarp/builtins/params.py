@@ -126,7 +126,7 @@ PARAMS.update({
     **_same(("id", "face", "bary_u", "bary_v"), "mesh_eval_position", "mesh_eval_velocity"),
     "mesh_eval_face_normal": (("id", "face"),),
     **_same(("id", "index"), "mesh_get_point", "mesh_get_velocity", "mesh_get_index"),
-    "mesh_get_bvh": (("id",),),
+    **_same(("id",), "mesh_get_bvh", "mesh_get"),
     **_same(("id", "group"), "mesh_get_group_root"),
 })
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 import ctypes
+import typing
 import operator
 from dataclasses import dataclass
 from typing import Any
@@ -727,6 +728,17 @@ globals().update(COMPOSITE_ALIASES)
 PUBLIC_TYPES = {name: t for name, t in globals().items()
                 if isinstance(t, type) and name[:1].islower() and (is_scalar(t) or is_composite(t))}
 PUBLIC_TYPES["bool"] = PUBLIC_TYPES.pop("bool_")
+
+
+def types_equal(a, b, match_generic: bool = False) -> bool:
+    """Warp's ``wp.types.types_equal``: whether two kernel types are the same (Python scalar spellings
+    normalised, ``float`` is ``float32``); ``match_generic`` lets ``typing.Any`` match anything."""
+    if match_generic and (a is typing.Any or b is typing.Any):
+        return True
+    try:
+        return value_type(a) == value_type(b)
+    except TypeError:
+        return a == b
 
 
 def type_repr(t) -> str:
