@@ -219,7 +219,7 @@ EOF
     ls tests/geometry/test_*.py | xargs -P 8 -I{} sh -c 'f=$(basename {} .py); TILEWARP_TEST_DEVICES=cuda:0 \
       timeout 300 python -m pytest -q -p no:cacheprovider --tb=short {} > "$OUT/geo_$f.txt" 2>&1; \
       echo "$f: $(tail -1 "$OUT/geo_$f.txt")"; grep -E "^(FAILED|ERROR)" "$OUT/geo_$f.txt" | head -5'
-    WARP_EXAMPLES_DIR=.warpfiles/warp/examples TILEWARP_ASSET_DIR=.warpfiles/warp/examples/assets \
+    WARP_EXAMPLES_DIR="$REPO/.warpfiles/warp/examples" TILEWARP_ASSET_DIR="$REPO/.warpfiles/warp/examples/assets" \
       timeout 240 python -m benchmarks.warp_examples --geometry --device cuda:0 --frames 3 --timeout 100 \
       --json "$OUT/warp_examples.json" | tee "$OUT/warp_examples.txt" ;;
   geosuite)

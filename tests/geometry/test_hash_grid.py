@@ -294,18 +294,19 @@ def test_bad_construction_and_build():
         wp.HashGrid(0, 4, 4)
     with pytest.raises(RuntimeError, match="exceeds"):
         wp.HashGrid(1291, 1291, 1291)
-    grid = wp.HashGrid(4, 4, 4, device="cpu")
-    with pytest.raises(TypeError, match="vec3"):
-        grid.build(wp.zeros(3, dtype=wp.vec3d), 1.0)
-    with pytest.raises(TypeError, match="wp.array"):
-        grid.build(np.zeros((3, 3), np.float32), 1.0)
-    for bad in (0.0, -1.0, float("nan")):
-        with pytest.raises(ValueError, match="positive"):
-            grid.build(wp.zeros(3, dtype=wp.vec3), bad)
-    with pytest.raises(RuntimeError, match="int32"):
-        grid.build(wp.zeros(3, dtype=wp.vec3), 1.0, groups=wp.zeros(3, dtype=wp.float32))
-    with pytest.raises(RuntimeError, match="same length"):
-        grid.build(wp.zeros(3, dtype=wp.vec3), 1.0, groups=wp.zeros(4, dtype=wp.int32))
+    with wp.ScopedDevice("cpu"):
+        grid = wp.HashGrid(4, 4, 4)
+        with pytest.raises(TypeError, match="vec3"):
+            grid.build(wp.zeros(3, dtype=wp.vec3d), 1.0)
+        with pytest.raises(TypeError, match="wp.array"):
+            grid.build(np.zeros((3, 3), np.float32), 1.0)
+        for bad in (0.0, -1.0, float("nan")):
+            with pytest.raises(ValueError, match="positive"):
+                grid.build(wp.zeros(3, dtype=wp.vec3), bad)
+        with pytest.raises(RuntimeError, match="int32"):
+            grid.build(wp.zeros(3, dtype=wp.vec3), 1.0, groups=wp.zeros(3, dtype=wp.float32))
+        with pytest.raises(RuntimeError, match="same length"):
+            grid.build(wp.zeros(3, dtype=wp.vec3), 1.0, groups=wp.zeros(4, dtype=wp.int32))
 
 
 @wp.kernel
