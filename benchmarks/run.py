@@ -7,7 +7,7 @@ waiting for the last kernel is not the kernels' time), the calls queued behind a
 that the host's launch rate does not limit them; on the CPU, and for what is host work
 (launch overhead, Tape.backward, compiles), the host clock from the first call to the synchronize
 after the last (the method of ../shared/bench/anchors.py). Usage:
-    python -m benchmarks [--device cpu|cuda:0] [--quick] [--only integrate,bounce,launch,compile,backward,tiles]
+    python -m benchmarks [--device cpu|cuda:0] [--quick] [--only integrate,bounce,launch,compile,backward,tiles,geometry]
 """
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ import time
 
 import numpy as np
 
+from .geometry import KERNELS as GEOMETRY_KERNELS, bench_geometry, report_geometry
 from .tiles import KERNELS, bench_tiles, report_tiles
 
 INTEGRATE = textwrap.dedent('''
@@ -78,7 +79,7 @@ def load(module_name: str, cache: str):
         wp.init()
     path = os.path.join(cache, f"bench_kernels_{module_name}.py")
     with open(path, "w") as f:
-        f.write(f"import {module_name} as wp\n" + INTEGRATE + KERNELS)
+        f.write(f"import {module_name} as wp\n" + INTEGRATE + KERNELS + GEOMETRY_KERNELS)
     spec = importlib.util.spec_from_file_location(f"bench_kernels_{module_name}", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -238,7 +239,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default=None)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", default="integrate,bounce,launch,compile,backward,tiles")
+    ap.add_argument("--only", default="integrate,bounce,launch,compile,backward,tiles,geometry")
     ap.add_argument("--modules", default="tilewarp,warp")
     args = ap.parse_args()
     only = set(args.only.split(","))
@@ -270,6 +271,8 @@ def main():
         if "tiles" in only:
             r["tiles"] = bench_tiles(wp, k, device, on_gpu, functools.partial(timeit, device=device))
             r.setdefault("ceiling", copy_ceiling(wp, device, (1 << 24) * 32 if on_gpu else (1 << 18) * 32))
+        if "geometry" in only:
+            r["geometry"] = bench_geometry(wp, k, device, on_gpu, functools.partial(timeit, device=device))
     report(results, modules, device)
 
 
@@ -302,6 +305,8 @@ def report(results, modules, device):
         line("launch under a Tape (1 thread)", tw.get("tape_launch"), ref.get("tape_launch"), "us", 1e6)
     if "tiles" in tw or "tiles" in ref:
         report_tiles(tw.get("tiles", {}), ref.get("tiles", {}), tw.get("ceiling"), line)
+    if "geometry" in tw or "geometry" in ref:
+        report_geometry(tw.get("geometry", {}), ref.get("geometry", {}), line)
     if "compile" in tw or "compile" in ref:
         a, b = tw.get("compile", (None, None)), ref.get("compile", (None, None))
         line("cold compile + first launch", a[0], b[0], "s", 1)

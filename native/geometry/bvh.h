@@ -7,7 +7,7 @@
 // order `items` (left < 0). Internal nodes whose run holds at most leaf_size items are re-marked as
 // leaves after the build, so one leaf may hold several items and the nodes below it are unreachable.
 //
-// Build (LBVH, after Karras 2012): items sorted by the Morton code of their box centre (ties by
+// Build (LBVH, after Karras 2012): items sorted by the 30-bit Morton code of their box centre (ties by
 // position), each internal node finds its run and split from the sorted codes alone, so every node
 // is built in parallel; boxes then come from one bottom-up refit pass.
 //
@@ -126,11 +126,11 @@ TW_FUNC float load_fresh(const float* p) {
 #endif
 }
 
+// Before arriving at a parent: this thread's box writes must be visible to the sibling's thread. On
+// the GPU a fence; on the CPU the arrival's acquire-release ordering already publishes them.
 TW_FUNC void fence() {
 #if TW_IS_CUDA
     __threadfence();
-#else
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
 #endif
 }
 
@@ -157,13 +157,13 @@ TW_FUNC vec_t<3, float> bvh_item_upper(uint64_t id, int32_t i) {
     return hi;
 }
 
-// The sort key of item i: its box centre's Morton code in the scene box [lo, hi] (63 bits), or with
-// groups the group (offset to be non-negative) above a 30-bit code, so each group is one run.
+// The sort key of item i: its box centre's 30-bit Morton code in the scene box [lo, hi] (ties go by
+// position), with groups below the group id (offset to be non-negative), so each group is one run.
 TW_FUNC uint64_t bvh_item_key(uint64_t id, int32_t i, const vec_t<3, float>& lo, const vec_t<3, float>& hi,
                               int32_t group, bool grouped) {
     vec_t<3, float> a, b;
     detail::bvh_item_box(detail::bvh_at(id), i, a, b);
-    int bits = grouped ? 10 : 21;
+    const int bits = 10;
     uint64_t code = 0;
     for (int k = 0; k < 3; ++k) {
         float c = 0.5f * (a.c[k] + b.c[k]);

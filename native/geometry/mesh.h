@@ -43,7 +43,8 @@ struct mesh_query_ray_t {
 typedef vec_t<3, float> v3f;
 
 namespace detail {
-// Deeper than any tree bvh.h builds: 63-bit keys plus the position tie-break bound an LBVH's depth.
+// Deeper than any tree bvh.h builds: 62-bit keys (group and Morton code) plus the 32-bit position
+// tie-break bound an LBVH's depth.
 constexpr int MESH_STACK = 128;
 
 TW_FUNC const mesh_t& mesh_at(uint64_t id) { return *reinterpret_cast<const mesh_t*>(id); }
@@ -135,12 +136,15 @@ TW_FUNC closest_t mesh_closest(const mesh_t& m, const v3f& p, float best_d2, int
     if (b.f_num_items == 0) return best;
     const bvh_node_t* nodes = bvh_nodes(b);
     const int32_t* items = bvh_i32(b.f_items);
+    // each stacked node carries its box's distance, so a pop is pruned without testing the box again
     int32_t stack[MESH_STACK];
+    float dist[MESH_STACK];
     int top = 0;
-    stack[top++] = root;
+    stack[top] = root, dist[top++] = box_dist_sq(p, nodes[root].lower, nodes[root].upper);
     while (top > 0) {
-        const bvh_node_t& node = nodes[stack[--top]];
-        if (box_dist_sq(p, node.lower, node.upper) >= best.d2) continue;
+        --top;
+        if (dist[top] >= best.d2) continue;
+        const bvh_node_t& node = nodes[stack[top]];
         if (node.left < 0) {
             for (int32_t k = ~node.left; k < node.right; ++k) {
                 face_t t = mesh_face(m, items[k]);
@@ -155,9 +159,11 @@ TW_FUNC closest_t mesh_closest(const mesh_t& m, const v3f& p, float best_d2, int
         }
         float dl = box_dist_sq(p, nodes[node.left].lower, nodes[node.left].upper);
         float dr = box_dist_sq(p, nodes[node.right].lower, nodes[node.right].upper);
-        int32_t near = dl <= dr ? node.left : node.right, far = dl <= dr ? node.right : node.left;
-        if ((dl <= dr ? dr : dl) < best.d2 && top < MESH_STACK) stack[top++] = far;
-        if ((dl <= dr ? dl : dr) < best.d2 && top < MESH_STACK) stack[top++] = near;
+        bool left_near = dl <= dr;
+        int32_t near = left_near ? node.left : node.right, far = left_near ? node.right : node.left;
+        float dn = left_near ? dl : dr, df = left_near ? dr : dl;
+        if (df < best.d2 && top < MESH_STACK) stack[top] = far, dist[top++] = df;
+        if (dn < best.d2 && top < MESH_STACK) stack[top] = near, dist[top++] = dn;
     }
     return best;
 }
@@ -195,19 +201,25 @@ TW_FUNC ray_hit_t mesh_ray(const mesh_t& m, const v3f& o, const v3f& d, float ma
     const bvh_node_t* nodes = bvh_nodes(b);
     const int32_t* items = bvh_i32(b.f_items);
     v3f inv = reciprocal(d);
+    // each stacked node carries its entry distance: a pop beyond the closest hit so far is skipped
     int32_t stack[MESH_STACK];
+    float entry[MESH_STACK];
     int top = 0;
-    stack[top++] = root < 0 ? 0 : root;
+    int32_t start = root < 0 ? 0 : root;
+    float t0 = ray_box(o, inv, nodes[start].lower, nodes[start].upper, hit.t);
+    if (t0 >= 0.0f) stack[top] = start, entry[top++] = t0;
     while (top > 0) {
-        const bvh_node_t& node = nodes[stack[--top]];
-        if (ray_box(o, inv, node.lower, node.upper, hit.t) < 0.0f) continue;
+        --top;
+        if (entry[top] > hit.t) continue;
+        const bvh_node_t& node = nodes[stack[top]];
         if (node.left >= 0) {
             float tl = ray_box(o, inv, nodes[node.left].lower, nodes[node.left].upper, hit.t);
             float tr = ray_box(o, inv, nodes[node.right].lower, nodes[node.right].upper, hit.t);
             bool left_first = tl >= 0.0f && (tr < 0.0f || tl <= tr);
             int32_t first = left_first ? node.left : node.right, second = left_first ? node.right : node.left;
-            if ((left_first ? tr : tl) >= 0.0f && top < MESH_STACK) stack[top++] = second;
-            if ((left_first ? tl : tr) >= 0.0f && top < MESH_STACK) stack[top++] = first;
+            float tf = left_first ? tl : tr, ts = left_first ? tr : tl;
+            if (ts >= 0.0f && top < MESH_STACK) stack[top] = second, entry[top++] = ts;
+            if (tf >= 0.0f && top < MESH_STACK) stack[top] = first, entry[top++] = tf;
             continue;
         }
         for (int32_t k = ~node.left; k < node.right; ++k) {

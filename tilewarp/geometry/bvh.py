@@ -2,8 +2,8 @@
 use.
 
 Every step runs as tilewarp kernels on the tree's device (the CPU's thread pool, or the GPU), so
-one code path serves both: the scene box of the item centres, a 63-bit Morton key per item (30 bits
-under a 32-bit group id for grouped trees), a stable radix sort, then the LBVH hierarchy (each
+one code path serves both: the scene box of the item centres, a 30-bit Morton key per item (under a
+32-bit group id for grouped trees), a stable radix sort, then the LBVH hierarchy (each
 internal node from the sorted keys alone), leaves of up to ``leaf_size`` items, group roots, and a
 bottom-up refit in one launch (``native/geometry/bvh.h``). Results are deterministic: the sort is
 stable and ties between equal keys go by position.
@@ -192,7 +192,7 @@ class Tree:
         grouped = self.groups is not None
         groups = self.groups if grouped else self.items  # any int32 array: unread
         _launch(_keys, n, [tree_id, self.box, groups, grouped, self.keys, self.items], dev)
-        utils.radix_sort_pairs(self.keys, self.items, n, 0, 62 if grouped else 63)
+        utils.radix_sort_pairs(self.keys, self.items, n, 0, 62 if grouped else 30)
         self.parents.fill_(-1)
         _launch(_internal, n - 1, [tree_id], dev)
         _launch(_leaves, n, [tree_id], dev)
