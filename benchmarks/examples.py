@@ -22,7 +22,7 @@ from pathlib import Path
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 NAMES = ["wave_2d", "stable_fluids", "cloth_sphere", "dem_particles", "sph_fluid", "diff_ball", "tile_nbody",
-         "tile_mlp", "tile_ropes", "tile_poisson"]
+         "tile_mlp", "tile_ropes", "tile_poisson", "mesh_collision"]
 
 
 def _copy_examples(module: str, into: Path) -> None:

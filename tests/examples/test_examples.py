@@ -23,6 +23,7 @@ SMALL = {
     "tile_mlp": dict(resolution=16, iterations_per_frame=2, verbose=False),
     "tile_ropes": dict(ropes=4, substeps=2),
     "tile_poisson": dict(),
+    "mesh_collision": dict(columns=(5, 10, 5), substeps=16, resolution=24),
 }
 
 
@@ -64,6 +65,20 @@ def test_dem_pile_settles(device):
     assert energies[-1] < 0.95 * e0  # the column fell
     assert x[:, 1].max() < 0.8 * start[:, 1].max()  # the column slumped
     assert np.ptp(x[:, 0]) > np.ptp(start[:, 0]) + ex.radius  # and spread
+
+
+def test_mesh_collision_rests_in_the_bowl(device):
+    """Spheres poured into the mesh bowl end up on it: none below its surface (the signed closest-point
+    query pushes tunnelled ones back), all inside its rim, slowed to a crawl."""
+    ex = example("mesh_collision", device)
+    start = ex.heights_above_bowl().copy()
+    for _ in range(70):
+        ex.step()
+    h, x, v = ex.heights_above_bowl(), ex.x.numpy(), ex.v.numpy()
+    assert np.all(np.isfinite(x)) and np.all(np.isfinite(v))
+    assert start.min() > 0.3 and h.min() > 0.8 * ex.radius  # fell onto the surface, not through it
+    assert np.abs(x[:, [0, 2]]).max() < 1.2  # within the bowl
+    assert np.median(np.linalg.norm(v, axis=1)) < 0.3
 
 
 def test_sph_dam_break(device):
