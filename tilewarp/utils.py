@@ -21,7 +21,7 @@ from typing import Any
 import tilewarp as wp  # initialised before its submodules: the kernels below use wp.tid() ...
 
 from .language import types as T
-from .runtime.array import array, clone, copy, empty
+from .runtime.array import array, clone, copy, empty, uninitialized
 
 REDUCE_CHUNK = 256   # elements one thread adds up per reduction level
 SCAN_TILE = 1024     # elements one block scans
@@ -349,9 +349,10 @@ def _radix_passes(keys: array, begin: int, end: int, kind: str) -> array:
     [begin, end); return the permutation applied (int32: sorted position -> original index)."""
     n, device, utype = keys.size, keys.device, keys.dtype
     chunks = -(-n // RADIX_CHUNK)
-    hist = empty(RADIX * chunks, dtype=T.int32, device=device)
-    idx = [empty(n, dtype=T.int32, device=device) for _ in range(2)]
-    bufs = [keys, empty(n, dtype=utype, device=device)]
+    # scratch every pass writes in full (hist is zeroed per pass): no zero fill on allocation
+    hist = uninitialized(RADIX * chunks, dtype=T.int32, device=device)
+    idx = [uninitialized(n, dtype=T.int32, device=device) for _ in range(2)]
+    bufs = [keys, uninitialized(n, dtype=utype, device=device)]
     flips = _order_flips(utype, kind)
     for p, shift in enumerate(range(begin, end, RADIX_BITS)):
         digit = [utype(shift), utype((1 << min(RADIX_BITS, end - shift)) - 1), *flips]

@@ -21,7 +21,7 @@ from .. import utils
 from ..builtins.bvh import BvhDesc
 from ..language import types as T
 from ..runtime import cpu_capture
-from ..runtime.array import array, empty, zeros
+from ..runtime.array import array, empty, uninitialized, zeros
 
 _CHUNK = 256  # items one thread folds into the scene box (then one atomic per chunk)
 _BIG = 3.0e38
@@ -156,12 +156,15 @@ class Tree:
         self.device, self.n, self.leaf_size, self.write = device, n, leaf_size, write
         self.groups = groups
         nodes = max(2 * n - 1, 1)
+        # the build writes every buffer before reading it (nodes: their links, then the reachable ones'
+        # boxes; counters are zeroed per refit): no zero fill on allocation, but for the nodes,
+        # whose unreachable boxes stay zero rather than arbitrary
         self.nodes = zeros(nodes * 8, dtype=T.int32, device=device)  # 32-byte nodes (bvh.h)
-        self.parents = empty(nodes, dtype=T.int32, device=device)
-        self.ranges = empty(2 * nodes, dtype=T.int32, device=device)
-        self.counters = empty(nodes, dtype=T.int32, device=device)
-        self.items = empty(max(2 * n, 1), dtype=T.int32, device=device)
-        self.keys = empty(max(2 * n, 1), dtype=T.uint64, device=device)
+        self.parents = uninitialized(nodes, dtype=T.int32, device=device)
+        self.ranges = uninitialized(2 * nodes, dtype=T.int32, device=device)
+        self.counters = uninitialized(nodes, dtype=T.int32, device=device)
+        self.items = uninitialized(max(2 * n, 1), dtype=T.int32, device=device)
+        self.keys = uninitialized(max(2 * n, 1), dtype=T.uint64, device=device)
         self.box = empty(2, dtype=T.vec3, device=device)
         self.group_ids = self.group_roots = None
         self.num_groups = 0

@@ -22,7 +22,7 @@ from .. import utils
 from ..builtins.hash_grid import HashGridDesc
 from ..language import types as T
 from ..runtime import cpu_capture
-from ..runtime.array import array, empty, zeros
+from ..runtime.array import array, empty, uninitialized, zeros
 from ..runtime.device import get_device
 
 MAX_CELLS = (1 << 31) - 1
@@ -158,12 +158,12 @@ class HashGrid:
             self._ends = empty(self._cells, dtype=T.int32, device=self.device)
         if n > self._capacity:
             # sorts take 2n elements (Warp's convention for radix_sort_pairs)
-            self._keys = empty(2 * n, dtype=T.int32, device=self.device)
-            self._ids = empty(2 * n, dtype=T.int32, device=self.device)
+            self._keys = uninitialized(2 * n, dtype=T.int32, device=self.device)  # each build writes them
+            self._ids = uninitialized(2 * n, dtype=T.int32, device=self.device)
             self._capacity = n
         if grouped and n > self._grouped_capacity:
-            self._keys64 = empty(2 * n, dtype=T.int64, device=self.device)
-            self._sorted_groups = empty(n, dtype=T.int32, device=self.device)
+            self._keys64 = uninitialized(2 * n, dtype=T.int64, device=self.device)
+            self._sorted_groups = uninitialized(n, dtype=T.int32, device=self.device)
             self._grouped_capacity = n
 
     # ---- the build -----------------------------------------------------------------------------
