@@ -20,6 +20,7 @@ struct mesh_t {
     int32_t f_num_faces;
     float f_average_edge;        // sign_normal's epsilon is a fraction of it
     int32_t f_winding;           // built with support_winding_number
+    uint64_t f_winding_data;     // float[8] per node (winding_refit), or 0
 };
 
 struct mesh_query_point_t {
@@ -351,6 +352,52 @@ TW_FUNC float winding_number(const mesh_t& m, const v3f& p) {
     return sum * (1.0f / (4.0f * 3.14159265f));
 }
 
+// Per node, for the fast winding number (Barill et al. 2018): the faces' area-weighted normal sum
+// (their dipole), total area, area-weighted centroid and the radius around it holding every vertex.
+struct winding_node_t {
+    v3f normal;
+    float area;
+    v3f center;
+    float radius;
+};
+
+TW_FUNC winding_node_t* winding_nodes(const mesh_t& m) {
+    return reinterpret_cast<winding_node_t*>(m.f_winding_data);
+}
+
+// The winding number from the tree: a node far enough away (beyond `accuracy` times its radius)
+// counts as its dipole, (c - p) . N / |c - p|^3 / 4 pi; near ones open up, leaves sum exactly.
+TW_FUNC float winding_number_fast(const mesh_t& m, const v3f& p, float accuracy) {
+    const bvh_t& b = m.f_bvh;
+    const bvh_node_t* nodes = bvh_nodes(b);
+    const winding_node_t* data = winding_nodes(m);
+    const int32_t* items = bvh_i32(b.f_items);
+    float sum = 0.0f;
+    int32_t stack[MESH_STACK];
+    int top = 0;
+    stack[top++] = 0;
+    while (top > 0) {
+        int32_t k = stack[--top];
+        const winding_node_t& w = data[k];
+        v3f d = sub3(w.center, p);
+        float dist = len3(d);
+        if (dist > accuracy * w.radius && dist > 0.0f) {
+            sum += dot3(d, w.normal) / (dist * dist * dist);
+            continue;
+        }
+        const bvh_node_t& node = nodes[k];
+        if (node.left < 0) {
+            for (int32_t j = ~node.left; j < node.right; ++j) {
+                face_t t = mesh_face(m, items[j]);
+                sum += solid_angle(p, t.p[0], t.p[1], t.p[2]);
+            }
+        } else if (top + 2 <= MESH_STACK) {
+            stack[top++] = node.left, stack[top++] = node.right;
+        }
+    }
+    return sum * (1.0f / (4.0f * 3.14159265f));
+}
+
 TW_FUNC mesh_query_point_t point_result(const closest_t& c, float sign) {
     mesh_query_point_t r = {};
     r.f_result = c.face >= 0, r.f_face = c.face, r.f_u = c.u, r.f_v = c.v, r.f_sign = sign;
@@ -387,7 +434,8 @@ TW_FUNC mesh_query_point_t mesh_query_point_sign_winding_number(uint64_t id, con
     detail::closest_t c = detail::mesh_closest(m, point, detail::max_d2(max_dist));
     float sign = 0.0f;
     if (c.face >= 0) {
-        sign = m.f_winding ? (detail::winding_number(m, point) > threshold ? -1.0f : 1.0f)
+        float w = m.f_winding_data ? detail::winding_number_fast(m, point, accuracy) : detail::winding_number(m, point);
+        sign = m.f_winding ? (w > threshold ? -1.0f : 1.0f)
                            : detail::sign_by_rays(m, point);  // Warp's fallback without winding data
     }
     return detail::point_result(c, sign);
@@ -439,6 +487,60 @@ TW_FUNC mesh_query_point_t mesh_query_furthest_point_no_sign(uint64_t id, const 
         }
     }
     return r;
+}
+
+// The winding data of node `node` if it is a reachable leaf, then up the tree as bvh_refit does (the
+// tree's counters zeroed before the launch).
+TW_FUNC void mesh_winding_refit(uint64_t id, int32_t node) {
+    const mesh_t& m = detail::mesh_at(id);
+    const bvh_t& b = m.f_bvh;
+    bvh_node_t* nodes = detail::bvh_nodes(b);
+    const int32_t* parents = detail::bvh_i32(b.f_parents);
+    if (node >= b.f_num_nodes || nodes[node].left >= 0) return;
+    int32_t parent = parents[node];
+    if (parent >= 0 && nodes[parent].left < 0) return;
+    detail::winding_node_t* data = detail::winding_nodes(m);
+    const int32_t* items = detail::bvh_i32(b.f_items);
+    detail::winding_node_t w = {};
+    v3f centroid_sum;
+    for (int32_t k = ~nodes[node].left; k < nodes[node].right; ++k) {
+        detail::face_t t = detail::mesh_face(m, items[k]);
+        v3f n = detail::mul3(detail::cross3(detail::sub3(t.p[1], t.p[0]), detail::sub3(t.p[2], t.p[0])), 0.5f);
+        float a = detail::len3(n);
+        w.normal = detail::add3(w.normal, n);
+        w.area += a;
+        v3f c = detail::mul3(detail::add3(detail::add3(t.p[0], t.p[1]), t.p[2]), 1.0f / 3.0f);
+        centroid_sum = detail::add3(centroid_sum, detail::mul3(c, a));
+    }
+    int32_t first = ~nodes[node].left;
+    w.center = w.area > 0.0f ? detail::mul3(centroid_sum, 1.0f / w.area) : detail::mesh_face(m, items[first]).p[0];
+    for (int32_t k = first; k < nodes[node].right; ++k) {
+        detail::face_t t = detail::mesh_face(m, items[k]);
+        for (int j = 0; j < 3; ++j) w.radius = detail::fmax_(w.radius, detail::len3(detail::sub3(t.p[j], w.center)));
+    }
+    data[node] = w;
+    int32_t* counters = detail::bvh_i32w(b.f_counters);
+    while (parent >= 0) {
+        detail::fence();
+        if (detail::arrive(counters + parent) == 0) return;
+        const bvh_node_t& pn = nodes[parent];
+        detail::winding_node_t l, r;
+        const float* lf = reinterpret_cast<const float*>(data + pn.left);
+        const float* rf = reinterpret_cast<const float*>(data + pn.right);
+        float* lw = reinterpret_cast<float*>(&l);
+        float* rw = reinterpret_cast<float*>(&r);
+        for (int k = 0; k < 8; ++k) lw[k] = detail::load_fresh(lf + k), rw[k] = detail::load_fresh(rf + k);
+        detail::winding_node_t u;
+        u.normal = detail::add3(l.normal, r.normal);
+        u.area = l.area + r.area;
+        u.center = u.area > 0.0f
+            ? detail::mul3(detail::add3(detail::mul3(l.center, l.area), detail::mul3(r.center, r.area)), 1.0f / u.area)
+            : detail::mul3(detail::add3(l.center, r.center), 0.5f);
+        u.radius = detail::fmax_(detail::len3(detail::sub3(u.center, l.center)) + l.radius,
+                                 detail::len3(detail::sub3(u.center, r.center)) + r.radius);
+        data[parent] = u;
+        parent = parents[parent];
+    }
 }
 
 // ---- rays ------------------------------------------------------------------------------------------

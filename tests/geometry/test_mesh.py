@@ -364,3 +364,31 @@ def test_mesh_get_arrays(device):
     np.testing.assert_array_equal(points.numpy()[:len(V)], V)
     np.testing.assert_array_equal(indices.numpy()[:3 * len(V)], F.ravel()[:3 * len(V)])
     np.testing.assert_array_equal(sizes.numpy(), [len(V), F.size, 0])
+
+
+@wp.kernel
+def winding_signs(mesh: wp.uint64, pts: wp.array(dtype=wp.vec3), accuracy: float, out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = wp.mesh_query_point_sign_winding_number(mesh, pts[i], 1.0e6, accuracy, 0.5).sign
+
+
+def test_fast_winding_number_signs(device):
+    """With support_winding_number the winding number comes from the tree's dipoles (far nodes) and exact
+    solid angles (near leaves): the same inside/outside as the exact sum, also after moving the points."""
+    V, F = bumpy(11, levels=4)  # 5120 faces: most of the tree is far from any one point
+    points = wp.array(V, dtype=wp.vec3, device=device)
+    mesh = wp.Mesh(points, wp.array(F.ravel(), dtype=wp.int32, device=device), support_winding_number=True)
+    rng = np.random.default_rng(12)
+    P = (rng.random((800, 3)) * 3.4 - 1.7).astype(np.float32)
+    for scale in (1.0, 0.8):
+        if scale != 1.0:
+            points.assign(V * scale)
+            mesh.refit()
+        Vs = (V * scale).astype(np.float32)
+        clear = closest_brute(P, Vs, F) > 0.02
+        inside = winding_brute(P, Vs, F) > 0.5
+        for accuracy in (2.0, 1.2):
+            out = wp.zeros(len(P), dtype=float, device=device)
+            wp.launch(winding_signs, dim=len(P), inputs=[mesh.id, wp.array(P, dtype=wp.vec3, device=device), accuracy,
+                                                          out], device=device)
+            np.testing.assert_array_equal((out.numpy() < 0)[clear], inside[clear], err_msg=f"accuracy {accuracy}")

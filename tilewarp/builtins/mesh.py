@@ -31,6 +31,7 @@ class MeshDesc:
     num_faces: T.int32
     average_edge: T.float32
     winding: T.int32
+    winding_data: T.uint64
 
 
 @native_struct("tw::mesh_query_point_t", HEADER, name="MeshQueryPoint")
@@ -128,4 +129,7 @@ register(
     _entry("mesh_get_bvh", _rule(T.uint64, "id")),
     _entry("mesh_get", _rule(MeshView, "id")),
     _entry("mesh_get_group_root", _rule(T.int32, "id", "int")),
+    # the winding data of one node and up (tilewarp/geometry/mesh.py, with support_winding_number)
+    Builtin("_mesh_winding_refit", _rule(None, "id", "int"), "tw::mesh_winding_refit", differentiable=False,
+            side_effect=True, unify_literals=False, header=HEADER),
 )

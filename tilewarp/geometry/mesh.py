@@ -13,7 +13,7 @@ import tilewarp as wp
 from ..builtins.mesh import MeshDesc
 from ..language import types as T
 from ..runtime import cpu_capture
-from ..runtime.array import array, zeros
+from ..runtime.array import array, uninitialized, zeros
 from .bvh import BvhConstructor, Tree, check_groups, check_leaf_size, constructor_of
 
 _CHUNK = 256
@@ -49,6 +49,11 @@ def _inspect(points: wp.array(dtype=wp.vec3), indices: wp.array(dtype=wp.int32),
     if nonfinite > 0:
         wp.atomic_add(out, 1, nonfinite)
     wp.atomic_add(edges, 0, total)
+
+
+@wp.kernel(enable_backward=False)
+def _winding_refit(mesh: wp.uint64):
+    wp._mesh_winding_refit(mesh, wp.tid())
 
 
 @wp.kernel(enable_backward=False)
@@ -109,9 +114,19 @@ class Mesh:
         self._average_edge = self._validate(points, indices)
         self._bvh = None
         self._desc = zeros(1, dtype=MeshDesc, device=self.device)
+        # per tree node: the dipole, area, centre and radius of its faces (the fast winding number)
+        self._winding = uninitialized(max(2 * faces - 1, 1) * 8, dtype=T.float32, device=self.device) \
+            if self.support_winding_number and faces else None
         self._tree = Tree(self.device, faces, leaf_size, self._write_tree, groups)
         self.id = self._desc.ptr
         self._tree.build(self.id, points=points, indices=indices)
+        self._refit_winding()
+
+    def _refit_winding(self):
+        if self._winding is not None:
+            self._tree.counters.zero_()
+            wp.launch(_winding_refit, dim=max(2 * self._tree.n - 1, 1), inputs=[self.id], device=self.device,
+                      record_tape=False)
 
     def _validate(self, points, indices) -> float:
         faces = indices.size // 3
@@ -141,6 +156,7 @@ class Mesh:
         d.velocities_grad = vgrad.ptr if vgrad is not None else 0
         d.num_points, d.num_faces = self._points.size, self.indices.size // 3
         d.average_edge, d.winding = self._average_edge, int(self.support_winding_number)
+        d.winding_data = self._winding.ptr if self._winding is not None else 0
         wp.launch(_store, dim=1, inputs=[self._desc, d], device=self.device, record_tape=False)
 
     def __del__(self):
@@ -150,6 +166,7 @@ class Mesh:
         """Recompute the tree's boxes from the current points (same tree shape)."""
         with cpu_capture.operation(self.device, self.refit):
             self._tree.refit(self.id)
+            self._refit_winding()
 
     @property
     def points(self):
