@@ -60,16 +60,51 @@ def test_cpu_device_properties_match_warp():
 
 @pytest.mark.parametrize("make", [
     lambda: wp.Stream("cpu"), lambda: wp.Event("cpu"), lambda: wp.get_stream("cpu"),
-    lambda: wp.get_device("cpu").stream, lambda: wp.capture_begin("cpu"), lambda: wp.capture_end("cpu")])
+    lambda: wp.get_device("cpu").stream])
 def test_cuda_only_objects_on_cpu_raise_runtime_error(make):
     with pytest.raises(RuntimeError, match="not a CUDA device|CUDA devices only|not supported"):
         make()
 
 
-def test_scoped_capture_on_cpu_raises():
-    with pytest.raises(RuntimeError, match="CUDA devices only"):
+@wp.kernel
+def _bump(a: wp.array(dtype=float), by: float):
+    i = wp.tid()
+    a[i] = a[i] * 2.0 + by
+
+
+def test_capture_on_cpu_runs_and_replays():
+    """Warp 1.19's CPU graphs: the captured work runs as issued and is recorded; each capture_launch
+    replays it in order (launches with their arguments, arrays by reference; memsets and copies)."""
+    a = wp.zeros(4, dtype=float, device="cpu")
+    b = wp.zeros(4, dtype=float, device="cpu")
+    with wp.ScopedCapture("cpu") as capture:
+        wp.launch(_bump, dim=4, inputs=[a, 1.0], device="cpu")
+        wp.copy(b, a)
+        wp.launch(_bump, dim=4, inputs=[a, 0.5], device="cpu")
+        b.fill_(7.0)
+    assert wp.get_device("cpu").is_capturing is False
+    np.testing.assert_array_equal(a.numpy(), [2.5] * 4)  # ran once during the capture
+    np.testing.assert_array_equal(b.numpy(), [7.0] * 4)
+    for expect_a in (12.5, 52.5):  # each replay: a -> 2a + 1 -> 2(2a + 1) + 0.5
+        wp.capture_launch(capture.graph)
+        np.testing.assert_array_equal(a.numpy(), [expect_a] * 4)
+        np.testing.assert_array_equal(b.numpy(), [7.0] * 4)  # the copy, then the fill, replayed in order
+    assert capture.graph.node_count == 4
+
+
+def test_capture_on_cpu_errors():
+    with pytest.raises(RuntimeError, match="not active"):
+        wp.capture_end("cpu")
+    wp.capture_begin("cpu")
+    try:
+        with pytest.raises(RuntimeError, match="already in progress"):
+            wp.capture_begin("cpu")
+    finally:
+        wp.capture_end("cpu")
+    with pytest.raises(ZeroDivisionError):  # a failing block ends the capture; the device records no more
         with wp.ScopedCapture("cpu"):
-            pass
+            1 / 0
+    assert not wp.get_device("cpu").is_capturing
 
 
 def test_synchronize_functions_are_noops_on_cpu():
