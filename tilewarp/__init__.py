@@ -18,6 +18,7 @@ from .language.types import bool_ as bool  # noqa: F401
 from .language.structs import struct  # noqa: F401
 from .builtins.hash_grid import HashGridQuery  # noqa: F401
 from .builtins.bvh import BvhQuery, MeshQueryAABB  # noqa: F401
+from .builtins.bvh_tile import BvhQueryTiled, MeshQueryAABBTiled  # noqa: F401
 from .builtins.bvh import MeshQueryAABB as MeshQuery  # noqa: F401
 from .builtins.mesh import MeshQueryPoint, MeshQueryRay  # noqa: F401
 from .builtins import REGISTRY as _REGISTRY

@@ -392,3 +392,72 @@ def test_fast_winding_number_signs(device):
             wp.launch(winding_signs, dim=len(P), inputs=[mesh.id, wp.array(P, dtype=wp.vec3, device=device), accuracy,
                                                           out], device=device)
             np.testing.assert_array_equal((out.numpy() < 0)[clear], inside[clear], err_msg=f"accuracy {accuracy}")
+
+
+def test_more_gradients_against_finite_differences():
+    """Every closest-point form's barycentrics (one rule: they move with the projection of the point),
+    the furthest point's (fixed at a vertex), mesh_eval_velocity into u, v and the velocities,
+    mesh_get_point / mesh_get_velocity into the points and velocities."""
+    V, F = bumpy(13)
+    points = wp.array(V, dtype=wp.vec3, requires_grad=True)
+    rng = np.random.default_rng(14)
+    vel = wp.array(rng.normal(size=V.shape).astype(np.float32), dtype=wp.vec3, requires_grad=True)
+    mesh = wp.Mesh(points, wp.array(F.ravel(), dtype=wp.int32), velocities=vel, support_winding_number=True)
+
+    @wp.kernel
+    def loss(mesh: wp.uint64, p: wp.array(dtype=wp.vec3), uv: wp.array(dtype=wp.vec2), out: wp.array(dtype=float)):
+        x = p[0]
+        a = wp.mesh_query_point(mesh, x, 1.0e6)
+        b = wp.mesh_query_point_sign_normal(mesh, x, 1.0e6)
+        c = wp.mesh_query_point_sign_winding_number(mesh, x, 1.0e6)
+        d = wp.mesh_query_point_sign_parity(mesh, x, 1.0e6)
+        e = wp.mesh_query_furthest_point_no_sign(mesh, x, 0.0)
+        w = wp.mesh_eval_velocity(mesh, 5, uv[0][0], uv[0][1])
+        out[0] = (a.u + 2.0 * b.v + 3.0 * c.u - d.v + 5.0 * e.u + wp.dot(w, wp.vec3(0.2, 0.5, -0.3))
+                  + wp.length(wp.mesh_get_point(mesh, 7)) + wp.dot(wp.mesh_get_velocity(mesh, 8), x))
+
+    def value(pv, uvv, V_=None, vel_=None):
+        if V_ is not None:
+            points.assign(V_)
+            mesh.refit()
+        if vel_ is not None:
+            vel.assign(vel_)
+        out = wp.zeros(1, dtype=float, requires_grad=True)
+        args = [wp.array([pv], dtype=wp.vec3, requires_grad=True), wp.array([uvv], dtype=wp.vec2, requires_grad=True)]
+        tape = wp.Tape()
+        with tape:
+            wp.launch(loss, dim=1, inputs=[mesh.id, *args, out])
+        return out, args, tape
+
+    p0 = np.array([0.9, 0.8, -0.5], np.float32)
+    uv0 = np.array([0.3, 0.45], np.float32)
+    out, args, tape = value(p0, uv0)
+    tape.backward(loss=out)
+    gp, guv = args[0].grad.numpy()[0], args[1].grad.numpy()[0]
+    g_points, g_vel = points.grad.numpy().copy(), vel.grad.numpy().copy()
+    h = 1e-3
+    f = lambda *a, **k: float(value(*a, **k)[0].numpy()[0])  # noqa: E731
+    for j in range(3):
+        e = np.eye(3, dtype=np.float32)[j] * h
+        fd = (f(p0 + e, uv0) - f(p0 - e, uv0)) / (2 * h)
+        assert abs(fd - gp[j]) < 3e-2 * max(1.0, abs(fd)), ("point", j, fd, gp[j])
+    for j in range(2):
+        e = np.eye(2, dtype=np.float32)[j] * h
+        fd = (f(p0, uv0 + e) - f(p0, uv0 - e)) / (2 * h)
+        assert abs(fd - guv[j]) < 1e-2 * max(1.0, abs(fd)), ("uv", j, fd, guv[j])
+    Vel = vel.numpy().copy()
+    for vtx in (*F[5], 8):
+        for j in range(3):
+            Vp, Vm = Vel.copy(), Vel.copy()
+            Vp[vtx, j] += h
+            Vm[vtx, j] -= h
+            fd = (f(p0, uv0, vel_=Vp) - f(p0, uv0, vel_=Vm)) / (2 * h)
+            assert abs(fd - g_vel[vtx, j]) < 1e-2 * max(1.0, abs(fd)), ("velocity", vtx, j, fd, g_vel[vtx, j])
+    vel.assign(Vel)
+    for j in range(3):  # mesh_get_point(7): index 7 of the flattened indices
+        vtx = F.ravel()[7]
+        Vp, Vm = V.copy(), V.copy()
+        Vp[vtx, j] += h
+        Vm[vtx, j] -= h
+        fd = (f(p0, uv0, V_=Vp) - f(p0, uv0, V_=Vm)) / (2 * h)
+        assert abs(fd - g_points[vtx, j]) < 3e-2 * max(1.0, abs(fd)), ("points", vtx, j, fd, g_points[vtx, j])

@@ -80,6 +80,31 @@ def in_place_snapshots(fn: ir.Function) -> dict:
     return snapshots
 
 
+#: the block-cooperative BVH / mesh queries' batches (builtins/bvh_tile.py)
+_QUERY_NEXT = {"tile_bvh_query_next", "tile_mesh_query_aabb_next"}
+
+
+def _no_gradient_through_query(loop):
+    """A loop driven by a tile query (each batch advances the query's state in shared memory, which no
+    checkpoint holds) cannot be replayed iteration by iteration in the reverse pass: a gradient inside
+    it raises, naming both lines (Warp's gradient there is silently zero)."""
+    inner = list(ir.walk(list(getattr(loop, "test", None) or []) + list(loop.body)))
+    calls = [x for x in inner if isinstance(x, ir.Assign) and isinstance(x.op, ir.Call)]
+    drive = next((x for x in calls if x.op.builtin.name in _QUERY_NEXT), None)
+    if drive is None:
+        return
+    for x in inner:
+        if not isinstance(x, ir.Assign) or isinstance(x.op, ir.Copy) or (isinstance(x.op, ir.Call)
+                                                                         and not x.op.builtin.differentiable):
+            continue
+        if any(isinstance(v, ir.Value) and not v.is_const and not T.is_array(v.type) and carries_gradient(v.type)
+               for v in (x.dst, *x.op.args)):
+            raise AutodiffError(f"wp.{drive.op.builtin.name}() (line {getattr(drive.loc, 'line', '?')}) drives this "
+                                "loop from the query's shared state, which the reverse pass cannot replay batch by "
+                                "batch, and this line needs a gradient: differentiate around the query loop (or "
+                                "launch with enable_backward=False)", x.loc)
+
+
 class BlockAdjointPrinter(LaneGrouping, AdjointPrinter):
     def __init__(self, prep, shape):
         AdjointPrinter.__init__(self, prep)
@@ -154,6 +179,7 @@ class BlockAdjointPrinter(LaneGrouping, AdjointPrinter):
                 self.line(f"tw::tile_zero(adj_{names.raw(v)});")
 
     def _declare_loop(self, s):
+        _no_gradient_through_query(s)
         k = self.loop_ids.setdefault(id(s), len(self.loop_ids))
         lane = id(s) in self.lanes.lane
         for c in s.carried:

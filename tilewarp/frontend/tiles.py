@@ -16,6 +16,7 @@ import builtins as py
 from ..language import types as T
 from ..builtins import REGISTRY
 from ..builtins.tile import ElementOp
+from ..builtins.bvh_tile import QUERY_CALLS
 from ..builtins.tile_linalg import IN_PLACE, RESULTS as LINALG_RESULTS
 from ..errors import KernelTypeError, KernelValueError
 from ..ir import nodes as ir
@@ -86,8 +87,8 @@ ELEMENTWISE = {"add", "sub", "mul", "div", "neg", "bit_and", "bit_or", "bit_xor"
 
 
 def is_tile_call(name: str) -> bool:
-    return name in SIGNATURES or name in ("tile_map", "tile_arange", "tile_extract", "block_dim", "tile_scatter_add",
-                                          "tile_scatter_masked")
+    return name in SIGNATURES or name in QUERY_CALLS or name in ("tile_map", "tile_arange", "tile_extract", "block_dim",
+                                                                 "tile_scatter_add", "tile_scatter_masked")
 
 
 #: tile builtins Warp exposes that tilewarp composes from others (no table entry of their own)
@@ -220,6 +221,10 @@ def lower_tile_call(lw, name: str, node):
         return tile_arange(lw, node)
     if name in ("tile_scatter_add", "tile_scatter_masked"):
         return _scatter(lw, name, node)
+    if name in QUERY_CALLS:  # the block-cooperative BVH / mesh queries
+        from .tile_queries import lower_query
+
+        return lower_query(lw, name, node)
     if name == "tile_extract":
         if node.keywords:
             raise KernelTypeError("tile_extract() takes no keyword arguments", lw.src.loc(node))
@@ -746,7 +751,8 @@ def names_tile_builtins(func) -> bool:
     if flag is None:
         names = (n.attr if isinstance(n, ast.Attribute) else n.id if isinstance(n, ast.Name) else ""
                  for n in ast.walk(func.source().tree))
-        flag = func._tw_names_tiles = any(name.startswith("tile") or name == "untile" for name in names)
+        flag = func._tw_names_tiles = any(name.startswith("tile") or name == "untile" or name in QUERY_CALLS
+                                          for name in names)
     return flag
 
 
