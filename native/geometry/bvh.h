@@ -1,15 +1,20 @@
 // wp.Bvh (and the tree inside wp.Mesh) in kernels: the node layout, the build steps the Python side
-// launches (tilewarp/geometry/bvh.py), the refit, and the iterating queries (bvh_query_* / *_next).
-//
-// Layout. A tree over N items has 2N-1 nodes: internal nodes 0..N-2 (the root is 0) and one leaf per
-// sorted item at N-1+k (with N = 1 the single leaf is node 0). A node is 32 bytes: its box, and
-// either two children (left, right >= 0) or, for a leaf, the run [~left, right) of the sorted item
-// order `items` (left < 0). Internal nodes whose run holds at most leaf_size items are re-marked as
-// leaves after the build, so one leaf may hold several items and the nodes below it are unreachable.
+// launches (tilewarp/geometry/bvh.py), the refits, and the iterating queries (bvh_query_* / *_next).
 //
 // Build (LBVH, after Karras 2012): items sorted by the 30-bit Morton code of their box centre (ties by
-// position), each internal node finds its run and split from the sorted codes alone, so every node
-// is built in parallel; boxes then come from one bottom-up refit pass.
+// position); each internal node finds its run and split from the sorted codes alone, so every node
+// is built in parallel. These build nodes (`links`: internal nodes 0..N-2 with the root at 0, the leaf
+// of sorted item k at N-1+k) are re-marked as leaves where their run holds at most leaf_size items,
+// which leaves the nodes below them unreachable.
+//
+// Layout. The build nodes are then copied into the tree the queries walk (`nodes`): the reachable
+// ones only, depth first, each node's two children side by side in one 64-byte line (the root is
+// node 0, the pairs start at node 1 and `nodes` points 32 bytes into a 64-byte aligned buffer), so a
+// 1M-triangle mesh's tree is a dense third of the build's size and a walk that tests both children
+// touches one cache line. A node's descendants form one run of node indices after it (`ends`), which
+// the CPU's refit sweeps backwards in parallel runs; the GPU's refit goes bottom up with counters.
+// A node is 32 bytes: its box, and either two children (left, right >= 0) or, for a leaf, the run
+// [~left, right) of the sorted item order `items` (left < 0).
 //
 // Iterating queries keep no stack: they walk the tree with parent links (state: the node, where the
 // walk came from, and the open leaf's run), so a query is a small value that copies, checkpoints and
@@ -28,20 +33,27 @@ struct bvh_node_t {
 
 // Members f_<field> as in the Python twin (tilewarp/builtins/bvh.py: BvhDesc).
 struct bvh_t {
-    uint64_t f_nodes;     // bvh_node_t[2N-1]
-    uint64_t f_parents;   // int32[2N-1], -1 at the root
-    uint64_t f_ranges;    // int32[2 * (2N-1)]: first and last sorted position under each node
-    uint64_t f_counters;  // int32[2N-1]: arrivals during a refit (zeroed before each)
+    uint64_t f_nodes;     // bvh_node_t[]: the tree the queries walk (see Layout)
+    uint64_t f_parents;   // int32[]: each node's parent there, -1 at the root
+    uint64_t f_ends;      // int32[]: one past each internal node's last descendant
+    uint64_t f_count;     // int32[1]: how many nodes the layout placed
+    uint64_t f_links;     // int32[2 (2N-1)]: the build nodes' (left, right)
+    uint64_t f_build_parents;  // int32[2N-1]: their parents, -1 at the root
+    uint64_t f_ranges;    // int32[2 (2N-1)]: first and last sorted position under each build node
+    uint64_t f_sizes;     // int32[2N-1]: internal nodes reachable under each build node (GPU layout)
+    uint64_t f_remap;     // int32[2N-1]: build node -> node
+    uint64_t f_counters;  // int32[2N-1]: arrivals during bottom-up passes (zeroed before each)
     uint64_t f_items;     // int32[N]: sorted position -> item index
     uint64_t f_keys;      // uint64[N]: the sorted Morton keys (the build's input)
     uint64_t f_lowers;    // vec3[N] item boxes (wp.Bvh), or 0 for a mesh's triangles:
     uint64_t f_uppers;
     uint64_t f_points;    // vec3[]: a mesh's vertices
     uint64_t f_indices;   // int32[3 * N]: a mesh's triangles
+    uint64_t f_tris;      // int32[3 * N]: the same in sorted order, so a leaf's run reads them in a row
     uint64_t f_group_ids;    // int32[G]: the distinct group ids, ascending (0 without groups)
     uint64_t f_group_roots;  // int32[G]: the node holding exactly each group's items
     int32_t f_num_items;
-    int32_t f_num_nodes;
+    int32_t f_num_nodes;  // 2N-1: room for every node (the layout places f_count[0] of them)
     int32_t f_num_groups;
     int32_t f_leaf_size;
 };
@@ -72,6 +84,15 @@ TW_FUNC void bvh_item_box(const bvh_t& b, int32_t item, vec_t<3, float>& lo, vec
         lo = vmin(vmin(p[tri[0]], p[tri[1]]), p[tri[2]]);
         hi = vmax(vmax(p[tri[0]], p[tri[1]]), p[tri[2]]);
     }
+}
+
+// The box of the item at sorted position k: a mesh reads its sorted copy of the triangles.
+TW_FUNC void bvh_sorted_box(const bvh_t& b, int32_t k, vec_t<3, float>& lo, vec_t<3, float>& hi) {
+    if (!b.f_tris) return bvh_item_box(b, bvh_i32(b.f_items)[k], lo, hi);
+    const int32_t* tri = bvh_i32(b.f_tris) + 3 * k;
+    const vec_t<3, float>* p = bvh_vec3(b.f_points);
+    lo = vmin(vmin(p[tri[0]], p[tri[1]]), p[tri[2]]);
+    hi = vmax(vmax(p[tri[0]], p[tri[1]]), p[tri[2]]);
 }
 
 TW_FUNC int clz64(uint64_t x) {
@@ -118,7 +139,21 @@ TW_FUNC uint64_t quantize(float x, float lo, float hi, int bits) {
 }
 
 // Plain loads on the CPU; on the GPU the refit reads boxes other blocks wrote, past the L1 cache.
-TW_FUNC float load_fresh(const float* p) {
+// A walk that has just read two children asks for their children (or a leaf's triangles) before it
+// needs them: on the CPU a walk is a chain of cache misses, and this overlaps the next one with the
+// current work. The GPU hides latency with other warps instead.
+TW_FUNC void prefetch_node(const bvh_t& b, const bvh_node_t& n) {
+#if !TW_IS_CUDA
+    if (n.left >= 0) {
+        __builtin_prefetch(reinterpret_cast<const bvh_node_t*>(b.f_nodes) + n.left);
+    } else if (b.f_tris) {
+        __builtin_prefetch(reinterpret_cast<const int32_t*>(b.f_tris) + 3 * ~n.left);
+    }
+#endif
+}
+
+template <typename T>
+TW_FUNC T load_fresh(const T* p) {
 #if TW_IS_CUDA
     return __ldcg(p);
 #else
@@ -173,7 +208,7 @@ TW_FUNC uint64_t bvh_item_key(uint64_t id, int32_t i, const vec_t<3, float>& lo,
     return code;
 }
 
-// Internal node i (0 <= i < N-1): its run of sorted items, its split, its children's parent links.
+// Internal build node i (0 <= i < N-1): its run of sorted items, its split, its children's parent links.
 TW_FUNC void bvh_build_internal(uint64_t id, int32_t i) {
     const bvh_t& b = detail::bvh_at(id);
     const uint64_t* keys = reinterpret_cast<const uint64_t*>(b.f_keys);
@@ -198,84 +233,213 @@ TW_FUNC void bvh_build_internal(uint64_t id, int32_t i) {
     int32_t first = i < j ? i : j, last = i < j ? j : i;
     int32_t left = first == gamma ? n - 1 + gamma : gamma;
     int32_t right = last == gamma + 1 ? n - 1 + gamma + 1 : gamma + 1;
-    bvh_node_t& node = detail::bvh_nodes(b)[i];
-    node.left = left, node.right = right;
-    int32_t* parents = detail::bvh_i32w(b.f_parents);
+    int32_t* links = detail::bvh_i32w(b.f_links);
+    links[2 * i] = left, links[2 * i + 1] = right;
+    int32_t* parents = detail::bvh_i32w(b.f_build_parents);
     parents[left] = i, parents[right] = i;
     int32_t* ranges = detail::bvh_i32w(b.f_ranges);
     ranges[2 * i] = first, ranges[2 * i + 1] = last;
 }
 
-// Leaf k (sorted position k, node N-1+k); the root's parent link with N = 1.
+// Build leaf k (sorted position k, build node N-1+k); the root's parent link with N = 1. A mesh's
+// sorted copy of its triangle k too.
 TW_FUNC void bvh_build_leaf(uint64_t id, int32_t k) {
     const bvh_t& b = detail::bvh_at(id);
     int32_t node = b.f_num_items - 1 + k;
-    bvh_node_t& leaf = detail::bvh_nodes(b)[node];
-    leaf.left = ~k, leaf.right = k + 1;
+    int32_t* links = detail::bvh_i32w(b.f_links);
+    links[2 * node] = ~k, links[2 * node + 1] = k + 1;
     int32_t* ranges = detail::bvh_i32w(b.f_ranges);
     ranges[2 * node] = k, ranges[2 * node + 1] = k;
-    if (b.f_num_items == 1) detail::bvh_i32w(b.f_parents)[0] = -1;
+    if (b.f_num_items == 1) detail::bvh_i32w(b.f_build_parents)[0] = -1;
+    if (b.f_tris) {
+        const int32_t* from = detail::bvh_i32(b.f_indices) + 3 * detail::bvh_i32(b.f_items)[k];
+        int32_t* to = detail::bvh_i32w(b.f_tris) + 3 * k;
+        to[0] = from[0], to[1] = from[1], to[2] = from[2];
+    }
 }
 
-// An internal node over at most leaf_size items becomes a leaf over its whole run, unless (grouped)
-// its items belong to different groups: each group keeps a subtree of its own.
+// An internal build node over at most leaf_size items becomes a leaf over its whole run, unless
+// (grouped) its items belong to different groups: each group keeps a subtree of its own.
 TW_FUNC void bvh_collapse(uint64_t id, int32_t i, bool grouped) {
     const bvh_t& b = detail::bvh_at(id);
     const int32_t* r = detail::bvh_i32(b.f_ranges) + 2 * i;
     const uint64_t* keys = reinterpret_cast<const uint64_t*>(b.f_keys);
     bool one_group = !grouped || (keys[r[0]] >> 30) == (keys[r[1]] >> 30);
     if (r[1] - r[0] + 1 <= b.f_leaf_size && one_group) {
-        bvh_node_t& node = detail::bvh_nodes(b)[i];
-        node.left = ~r[0], node.right = r[1] + 1;
+        int32_t* links = detail::bvh_i32w(b.f_links);
+        links[2 * i] = ~r[0], links[2 * i + 1] = r[1] + 1;
     }
 }
 
-// Refit from node `node` if it is a reachable leaf: its box from its items, then up the tree, each
+namespace detail {
+// A build node is a leaf below which nothing is reachable, and reachable when no ancestor is a leaf.
+TW_FUNC bool build_leaf(const int32_t* links, int32_t x) { return links[2 * x] < 0; }
+
+// Node f of the layout from build node x: its parent node, and where its children pair starts.
+TW_FUNC void place(const bvh_t& b, int32_t x, int32_t f, int32_t parent, int32_t pair, int32_t end) {
+    const int32_t* links = bvh_i32(b.f_links);
+    bvh_node_t& node = bvh_nodes(b)[f];
+    if (build_leaf(links, x)) {
+        node.left = links[2 * x], node.right = links[2 * x + 1];
+    } else {
+        node.left = pair, node.right = pair + 1;
+    }
+    bvh_i32w(b.f_parents)[f] = parent;
+    bvh_i32w(b.f_ends)[f] = end;
+    bvh_i32w(b.f_remap)[x] = f;
+}
+}  // namespace detail
+
+// The layout in one pass (the CPU: one task, a depth-first walk that hands out children pairs in
+// the order it meets them).
+TW_FUNC void bvh_layout_serial(uint64_t id) {
+    const bvh_t& b = detail::bvh_at(id);
+    const int32_t* links = detail::bvh_i32(b.f_links);
+    int32_t* ends = detail::bvh_i32w(b.f_ends);
+    // entries (build node, node, parent node), or (-1, node) to close a node: its descendants end here.
+    // Each level of the walk leaves two entries, and an LBVH is at most 96 levels deep (62-bit keys,
+    // then 32-bit positions), so 512 entries never fill.
+    int32_t stack[3 * 512];
+    int top = 0, next = 1;
+    stack[0] = 0, stack[1] = 0, stack[2] = -1, top = 1;
+    while (top > 0) {
+        --top;
+        int32_t x = stack[3 * top], f = stack[3 * top + 1], parent = stack[3 * top + 2];
+        if (x < 0) {
+            ends[f] = next;
+            continue;
+        }
+        int32_t pair = next;
+        detail::place(b, x, f, parent, pair, pair);
+        if (detail::build_leaf(links, x)) continue;
+        next += 2;
+        int32_t* e = stack + 3 * top;
+        e[0] = -1, e[1] = f, e[2] = 0;
+        e[3] = links[2 * x + 1], e[4] = pair + 1, e[5] = f;
+        e[6] = links[2 * x], e[7] = pair, e[8] = f;
+        top += 3;
+    }
+    detail::bvh_i32w(b.f_count)[0] = next;
+}
+
+// The layout in parallel (the GPU), first: how many internal nodes are reachable under each build
+// node, bottom up from every reachable build leaf x (counters zeroed before).
+TW_FUNC void bvh_layout_count(uint64_t id, int32_t x) {
+    const bvh_t& b = detail::bvh_at(id);
+    const int32_t* links = detail::bvh_i32(b.f_links);
+    const int32_t* parents = detail::bvh_i32(b.f_build_parents);
+    if (x >= b.f_num_nodes || !detail::build_leaf(links, x)) return;
+    int32_t p = parents[x];
+    if (p >= 0 && detail::build_leaf(links, p)) return;  // below a collapsed leaf
+    int32_t* sizes = detail::bvh_i32w(b.f_sizes);
+    int32_t* counters = detail::bvh_i32w(b.f_counters);
+    sizes[x] = 0;
+    while (p >= 0) {
+        detail::fence();
+        if (detail::arrive(counters + p) == 0) return;
+        sizes[p] = 1 + detail::load_fresh(sizes + links[2 * p]) + detail::load_fresh(sizes + links[2 * p + 1]);
+        p = parents[p];
+    }
+    detail::bvh_i32w(b.f_count)[0] = 1 + 2 * sizes[0];
+}
+
+// ... then each reachable build node x finds its place from its path to the root: a left child's
+// pair follows its parent's pair, a right child's comes after the left sibling's descendants.
+TW_FUNC void bvh_layout_place(uint64_t id, int32_t x) {
+    const bvh_t& b = detail::bvh_at(id);
+    const int32_t* links = detail::bvh_i32(b.f_links);
+    const int32_t* parents = detail::bvh_i32(b.f_build_parents);
+    const int32_t* sizes = detail::bvh_i32(b.f_sizes);
+    if (x >= b.f_num_nodes) return;
+    int32_t steps[2] = {0, 0}, right[2] = {0, 0};
+    int32_t sum = 0, depth = 0;
+    for (int32_t c = x; c != 0; ++depth) {
+        int32_t p = parents[c];
+        if (p < 0 || detail::build_leaf(links, p)) return;  // unreachable (or not a node of this tree)
+        bool is_right = links[2 * p + 1] == c;
+        int32_t step = 2 + (is_right ? 2 * sizes[links[2 * p]] : 0);
+        if (depth < 2) steps[depth] = step, right[depth] = is_right;
+        sum += step;
+        c = p;
+    }
+    int32_t pair = 1 + sum, f = 0, parent = -1;
+    if (depth >= 1) {
+        int32_t parent_pair = pair - steps[0];
+        f = parent_pair + right[0];
+        parent = depth >= 2 ? parent_pair - steps[1] + right[1] : 0;
+    }
+    bool leaf = detail::build_leaf(links, x);
+    detail::place(b, x, f, parent, pair, leaf ? pair : pair + 2 * sizes[x]);
+}
+
+namespace detail {
+// Node i's box from its items (a leaf) or its children's boxes.
+TW_FUNC void refit_node(const bvh_t& b, bvh_node_t* nodes, int32_t i) {
+    bvh_node_t& node = nodes[i];
+    vec_t<3, float> lo, hi;
+    if (node.left < 0) {
+        lo = vec_t<3, float>(3.402823466e+38f), hi = vec_t<3, float>(-3.402823466e+38f);
+        for (int32_t k = ~node.left; k < node.right; ++k) {
+            vec_t<3, float> a, c;
+            bvh_sorted_box(b, k, a, c);
+            lo = vmin(lo, a), hi = vmax(hi, c);
+        }
+    } else {
+        const bvh_node_t& l = nodes[node.left];
+        const bvh_node_t& r = nodes[node.right];
+        lo = vmin(l.lower, r.lower), hi = vmax(l.upper, r.upper);
+    }
+    node.lower = lo, node.upper = hi;
+}
+}  // namespace detail
+
+// The CPU's refit: nodes [begin, end) backwards (children come after their parents), one task per
+// run of whole subtrees, then the nodes above them.
+TW_FUNC void bvh_refit_sweep(uint64_t id, int32_t begin, int32_t end) {
+    const bvh_t& b = detail::bvh_at(id);
+    bvh_node_t* nodes = detail::bvh_nodes(b);
+    for (int32_t i = end - 1; i >= begin; --i) detail::refit_node(b, nodes, i);
+}
+
+// The GPU's refit from node `node` if it is a leaf: its box from its items, then up the tree, each
 // parent finished by the second of its two children to arrive (counters zeroed before the launch).
 TW_FUNC void bvh_refit(uint64_t id, int32_t node) {
     const bvh_t& b = detail::bvh_at(id);
     bvh_node_t* nodes = detail::bvh_nodes(b);
+    if (node >= detail::bvh_i32(b.f_count)[0] || nodes[node].left >= 0) return;
     const int32_t* parents = detail::bvh_i32(b.f_parents);
-    if (node >= b.f_num_nodes || nodes[node].left >= 0) return;
-    int32_t parent = parents[node];
-    if (parent >= 0 && nodes[parent].left < 0) return;  // below a collapsed leaf: unreachable
-    const int32_t* items = detail::bvh_i32(b.f_items);
-    vec_t<3, float> lo(3.402823466e+38f), hi(-3.402823466e+38f);
-    for (int32_t k = ~nodes[node].left; k < nodes[node].right; ++k) {
-        vec_t<3, float> a, c;
-        detail::bvh_item_box(b, items[k], a, c);
-        lo = detail::vmin(lo, a), hi = detail::vmax(hi, c);
-    }
-    nodes[node].lower = lo, nodes[node].upper = hi;
+    detail::refit_node(b, nodes, node);
     int32_t* counters = detail::bvh_i32w(b.f_counters);
-    while (parent >= 0) {
+    for (int32_t parent = parents[node]; parent >= 0; parent = parents[parent]) {
         detail::fence();
         if (detail::arrive(counters + parent) == 0) return;  // the sibling finishes the parent
-        const bvh_node_t& p = nodes[parent];
+        bvh_node_t& p = nodes[parent];
+        vec_t<3, float> lo, hi;
         const float* l = reinterpret_cast<const float*>(nodes + p.left);
         const float* r = reinterpret_cast<const float*>(nodes + p.right);
         for (int k = 0; k < 3; ++k) {  // lower at floats 0..2, upper at 4..6
             lo.c[k] = detail::fmin_(detail::load_fresh(l + k), detail::load_fresh(r + k));
             hi.c[k] = detail::fmax_(detail::load_fresh(l + 4 + k), detail::load_fresh(r + 4 + k));
         }
-        nodes[parent].lower = lo, nodes[parent].upper = hi;
-        parent = parents[parent];
+        p.lower = lo, p.upper = hi;
     }
 }
 
-// Group g's root (groups sorted): walk up from its first item's leaf until the node's run covers the
-// group's last item. first/last: the group's run of sorted positions.
+// Group g's root (groups sorted), found in the build nodes: walk up from its first item's leaf until
+// the node's run covers the group's last item, then its node in the layout. first/last: the group's
+// run of sorted positions. After the layout.
 TW_FUNC void bvh_group_root(uint64_t id, int32_t g, int32_t first, int32_t last) {
     const bvh_t& b = detail::bvh_at(id);
-    const int32_t* parents = detail::bvh_i32(b.f_parents);
+    const int32_t* parents = detail::bvh_i32(b.f_build_parents);
     const int32_t* ranges = detail::bvh_i32(b.f_ranges);
+    const int32_t* links = detail::bvh_i32(b.f_links);
     int32_t node = b.f_num_items - 1 + first;
     while (ranges[2 * node + 1] < last || ranges[2 * node] > first) node = parents[node];
     // the deepest reachable node: a collapsed leaf above `node` holds the group too
     for (int32_t p = parents[node]; p >= 0; p = parents[p]) {
-        if (detail::bvh_nodes(b)[p].left < 0) node = p;
+        if (detail::build_leaf(links, p)) node = p;
     }
-    detail::bvh_i32w(b.f_group_roots)[g] = node;
+    detail::bvh_i32w(b.f_group_roots)[g] = detail::bvh_i32(b.f_remap)[node];
 }
 
 // ---- queries ----------------------------------------------------------------------------------------

@@ -79,6 +79,15 @@ TW_FUNC face_t mesh_face(const mesh_t& m, int32_t f) {
     return t;
 }
 
+// The face at sorted position k (a leaf's run), from the tree's sorted copy of the triangles.
+TW_FUNC face_t mesh_face_sorted(const mesh_t& m, int32_t k) {
+    face_t t;
+    const int32_t* idx = bvh_i32(m.f_bvh.f_tris) + 3 * k;
+    const v3f* pts = bvh_vec3(m.f_bvh.f_points);
+    for (int j = 0; j < 3; ++j) t.i[j] = idx[j], t.p[j] = pts[idx[j]];
+    return t;
+}
+
 // Faces whose area is negligible next to their edges have no defined closest point or normal.
 TW_FUNC bool degenerate(const face_t& t) {
     v3f e1 = sub3(t.p[1], t.p[0]), e2 = sub3(t.p[2], t.p[0]);
@@ -136,8 +145,8 @@ TW_FUNC closest_t mesh_closest(const mesh_t& m, const v3f& p, float best_d2, int
     const bvh_t& b = m.f_bvh;
     if (b.f_num_items == 0) return best;
     const bvh_node_t* nodes = bvh_nodes(b);
-    const int32_t* items = bvh_i32(b.f_items);
-    // each stacked node carries its box's distance, so a pop is pruned without testing the box again
+    // each stacked node carries its box's distance, so a pop is pruned without testing the box again;
+    // pushes are unconditional writes with a conditional count (no branch to mispredict)
     int32_t stack[MESH_STACK];
     float dist[MESH_STACK];
     int top = 0;
@@ -148,13 +157,13 @@ TW_FUNC closest_t mesh_closest(const mesh_t& m, const v3f& p, float best_d2, int
         const bvh_node_t& node = nodes[stack[top]];
         if (node.left < 0) {
             for (int32_t k = ~node.left; k < node.right; ++k) {
-                face_t t = mesh_face(m, items[k]);
-                if (degenerate(t)) continue;
+                face_t t = mesh_face_sorted(m, k);
                 float u, v;
                 closest_on_triangle(p, t.p[0], t.p[1], t.p[2], u, v);
                 v3f d = sub3(p, at_weights(t, u, v));
                 float d2 = dot3(d, d);
-                if (d2 < best.d2) best = {items[k], u, v, d2};
+                // rarely taken: only a closer face pays for the degeneracy test and the item lookup
+                if (d2 < best.d2 && !degenerate(t)) best = {bvh_i32(b.f_items)[k], u, v, d2};
             }
             continue;
         }
@@ -163,8 +172,11 @@ TW_FUNC closest_t mesh_closest(const mesh_t& m, const v3f& p, float best_d2, int
         bool left_near = dl <= dr;
         int32_t near = left_near ? node.left : node.right, far = left_near ? node.right : node.left;
         float dn = left_near ? dl : dr, df = left_near ? dr : dl;
-        if (df < best.d2 && top < MESH_STACK) stack[top] = far, dist[top++] = df;
-        if (dn < best.d2 && top < MESH_STACK) stack[top] = near, dist[top++] = dn;
+        if (top + 2 > MESH_STACK) continue;  // deeper than any tree bvh.h builds
+        prefetch_node(b, nodes[far]);
+        prefetch_node(b, nodes[near]);
+        stack[top] = far, dist[top] = df, top += df < best.d2;
+        stack[top] = near, dist[top] = dn, top += dn < best.d2;
     }
     return best;
 }
@@ -195,36 +207,62 @@ TW_FUNC bool ray_triangle(const v3f& o, const v3f& d, const v3f& a, const v3f& b
     return true;
 }
 
+// 1 / d for the walk's box tests, with a zero component made FLT_MAX of its sign: a box face the ray
+// lies in then gives 0 instead of 0 * inf = NaN, so the slab test needs no NaN checks.
+TW_FUNC v3f ray_inverse(const v3f& d) {
+    v3f inv;
+    for (int k = 0; k < 3; ++k) {
+        float r = 1.0f / d.c[k];  // +-inf for +-0
+        inv.c[k] = d.c[k] != 0.0f ? r : (r < 0.0f ? -3.402823466e+38f : 3.402823466e+38f);
+    }
+    return inv;
+}
+
+// Entry distance of the ray into [lo, hi] within [0, max_t], or -1 on a miss; branch-free with
+// ray_inverse's reciprocals (a conservative test: the triangle tests are exact).
+TW_FUNC float ray_box_fast(const v3f& o, const v3f& inv, const v3f& lo, const v3f& hi, float max_t) {
+    float t0 = 0.0f, t1 = max_t;
+    for (int k = 0; k < 3; ++k) {
+        float a = (lo.c[k] - o.c[k]) * inv.c[k], b = (hi.c[k] - o.c[k]) * inv.c[k];
+        t0 = fmax_(t0, fmin_(a, b)), t1 = fmin_(t1, fmax_(a, b));
+    }
+    return t0 <= t1 ? t0 : -1.0f;
+}
+
 TW_FUNC ray_hit_t mesh_ray(const mesh_t& m, const v3f& o, const v3f& d, float max_t, int32_t root, int mode) {
     ray_hit_t hit = {-1, max_t, 0.0f, 0.0f, 0.0f, v3f(), 0};
     const bvh_t& b = m.f_bvh;
     if (b.f_num_items == 0) return hit;
     const bvh_node_t* nodes = bvh_nodes(b);
-    const int32_t* items = bvh_i32(b.f_items);
-    v3f inv = reciprocal(d);
-    // each stacked node carries its entry distance: a pop beyond the closest hit so far is skipped
+    v3f inv = ray_inverse(d);
+    // each stacked node carries its entry distance: a pop beyond the closest hit so far is skipped;
+    // pushes are unconditional writes with a conditional count, nearer child on top
     int32_t stack[MESH_STACK];
     float entry[MESH_STACK];
     int top = 0;
     int32_t start = root < 0 ? 0 : root;
-    float t0 = ray_box(o, inv, nodes[start].lower, nodes[start].upper, hit.t);
-    if (t0 >= 0.0f) stack[top] = start, entry[top++] = t0;
+    float t0 = ray_box_fast(o, inv, nodes[start].lower, nodes[start].upper, hit.t);
+    stack[0] = start, entry[0] = t0, top = t0 >= 0.0f;
     while (top > 0) {
         --top;
         if (entry[top] > hit.t) continue;
         const bvh_node_t& node = nodes[stack[top]];
         if (node.left >= 0) {
-            float tl = ray_box(o, inv, nodes[node.left].lower, nodes[node.left].upper, hit.t);
-            float tr = ray_box(o, inv, nodes[node.right].lower, nodes[node.right].upper, hit.t);
+            float tl = ray_box_fast(o, inv, nodes[node.left].lower, nodes[node.left].upper, hit.t);
+            float tr = ray_box_fast(o, inv, nodes[node.right].lower, nodes[node.right].upper, hit.t);
+            // a miss is -1: the nearer hit child goes on top
             bool left_first = tl >= 0.0f && (tr < 0.0f || tl <= tr);
             int32_t first = left_first ? node.left : node.right, second = left_first ? node.right : node.left;
             float tf = left_first ? tl : tr, ts = left_first ? tr : tl;
-            if (ts >= 0.0f && top < MESH_STACK) stack[top] = second, entry[top++] = ts;
-            if (tf >= 0.0f && top < MESH_STACK) stack[top] = first, entry[top++] = tf;
+            if (top + 2 > MESH_STACK) continue;  // deeper than any tree bvh.h builds
+            if (ts >= 0.0f) prefetch_node(b, nodes[second]);
+            if (tf >= 0.0f) prefetch_node(b, nodes[first]);
+            stack[top] = second, entry[top] = ts, top += ts >= 0.0f;
+            stack[top] = first, entry[top] = tf, top += tf >= 0.0f;
             continue;
         }
         for (int32_t k = ~node.left; k < node.right; ++k) {
-            face_t f = mesh_face(m, items[k]);
+            face_t f = mesh_face_sorted(m, k);
             float t, wb, wc;
             if (!ray_triangle(o, d, f.p[0], f.p[1], f.p[2], t, wb, wc) || t < 0.0f) continue;
             if (mode == 2) {
@@ -234,7 +272,7 @@ TW_FUNC ray_hit_t mesh_ray(const mesh_t& m, const v3f& o, const v3f& d, float ma
             if (t >= hit.t) continue;
             v3f n = cross3(sub3(f.p[1], f.p[0]), sub3(f.p[2], f.p[0]));
             float nl = len3(n);
-            hit.face = items[k], hit.t = t, hit.u = 1.0f - wb - wc, hit.v = wb;
+            hit.face = bvh_i32(b.f_items)[k], hit.t = t, hit.u = 1.0f - wb - wc, hit.v = wb;
             hit.normal = nl > 0.0f ? mul3(n, 1.0f / nl) : n;
             hit.sign = dot3(d, n) < 0.0f ? 1.0f : -1.0f;
             if (mode == 1) return hit;
@@ -489,16 +527,15 @@ TW_FUNC mesh_query_point_t mesh_query_furthest_point_no_sign(uint64_t id, const 
     return r;
 }
 
-// The winding data of node `node` if it is a reachable leaf, then up the tree as bvh_refit does (the
-// tree's counters zeroed before the launch).
+// The winding data of node `node` if it is a leaf, then up the tree as bvh_refit does (the tree's
+// counters zeroed before the launch).
 TW_FUNC void mesh_winding_refit(uint64_t id, int32_t node) {
     const mesh_t& m = detail::mesh_at(id);
     const bvh_t& b = m.f_bvh;
     bvh_node_t* nodes = detail::bvh_nodes(b);
     const int32_t* parents = detail::bvh_i32(b.f_parents);
-    if (node >= b.f_num_nodes || nodes[node].left >= 0) return;
+    if (node >= detail::bvh_i32(b.f_count)[0] || nodes[node].left >= 0) return;
     int32_t parent = parents[node];
-    if (parent >= 0 && nodes[parent].left < 0) return;
     detail::winding_node_t* data = detail::winding_nodes(m);
     const int32_t* items = detail::bvh_i32(b.f_items);
     detail::winding_node_t w = {};

@@ -295,11 +295,36 @@ struct tw_cpu_rec {
     tw_task_fn fn;
     const int64_t* min_parallel_tasks;  // the backend's setting, read at each launch
     int64_t block_dim;
+    // This kernel's own grain, once an inline launch of it ran long enough to be worth splitting
+    // (0 before): a launch of a few heavy tasks (a tree refit over 8 subtrees, say) goes to the pool
+    // like one of many light ones.
+    int64_t grain;
 };
 
-TW_EXPORT int tw_cpu_submit(const tw_cpu_rec* rec, const char* args) {
+namespace {
+// An inline launch slower than this would have gained from the pool (waking it costs ~2-10 us) ...
+constexpr int64_t kSplitAfterNs = 50000;
+// ... and its kernel's later launches split into chunks of at least this much work.
+constexpr int64_t kChunkNs = 20000;
+}  // namespace
+
+TW_EXPORT int tw_cpu_submit(tw_cpu_rec* rec, const char* args) {
     int64_t n;
     memcpy(&n, args + 24, sizeof n);
-    tw_cpu_launch_ex(rec->fn, args, n, *rec->min_parallel_tasks, rec->block_dim);
+    int64_t grain = *rec->min_parallel_tasks;
+    int64_t learned = __atomic_load_n(&rec->grain, __ATOMIC_RELAXED);
+    if (learned > 0 && learned < grain) grain = learned;
+    if (n > 1 && n <= grain && nthreads() > 1) {  // inline, timed: is this kernel heavier than it looks?
+        auto start = std::chrono::steady_clock::now();
+        rec->fn(args, 0, n);
+        int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+                         .count();
+        if (ns > kSplitAfterNs) {
+            int64_t per_task = std::max<int64_t>(ns / n, 1);
+            __atomic_store_n(&rec->grain, std::max<int64_t>(1, kChunkNs / per_task), __ATOMIC_RELAXED);
+        }
+        return 0;
+    }
+    tw_cpu_launch_ex(rec->fn, args, n, grain, rec->block_dim);
     return 0;
 }

@@ -21,7 +21,13 @@ class BvhDesc:
 
     nodes: T.uint64
     parents: T.uint64
+    ends: T.uint64
+    count: T.uint64
+    links: T.uint64
+    build_parents: T.uint64
     ranges: T.uint64
+    sizes: T.uint64
+    remap: T.uint64
     counters: T.uint64
     items: T.uint64
     keys: T.uint64
@@ -29,6 +35,7 @@ class BvhDesc:
     uppers: T.uint64
     points: T.uint64
     indices: T.uint64
+    tris: T.uint64
     group_ids: T.uint64
     group_roots: T.uint64
     num_items: T.int32
@@ -152,6 +159,7 @@ register(
             unify_literals=False, header=HEADER),
     *(Builtin(f"_bvh_{step}", _internal(None, n), f"tw::bvh_{step}", differentiable=False, side_effect=True,
               unify_literals=False, header=HEADER)
-      for step, n in (("build_internal", 2), ("build_leaf", 2), ("collapse", 3), ("refit", 2),
+      for step, n in (("build_internal", 2), ("build_leaf", 2), ("collapse", 3), ("layout_serial", 1),
+                      ("layout_count", 2), ("layout_place", 2), ("refit", 2), ("refit_sweep", 3),
                       ("group_root", 4))),
 )

@@ -4,9 +4,11 @@ use.
 Every step runs as tilewarp kernels on the tree's device (the CPU's thread pool, or the GPU), so
 one code path serves both: the scene box of the item centres, a 30-bit Morton key per item (under a
 32-bit group id for grouped trees), a stable radix sort, then the LBVH hierarchy (each
-internal node from the sorted keys alone), leaves of up to ``leaf_size`` items, group roots, and a
-bottom-up refit in one launch (``native/geometry/bvh.h``). Results are deterministic: the sort is
-stable and ties between equal keys go by position.
+internal node from the sorted keys alone), leaves of up to ``leaf_size`` items, the compact
+depth-first layout the queries walk (one depth-first task on the CPU, a count and a placement pass
+on the GPU: the same layout), group roots, and a refit (on the CPU backward sweeps over runs of
+whole subtrees, in parallel; on the GPU one bottom-up launch). ``native/geometry/bvh.h`` has the
+layout. Results are deterministic: the sort is stable and ties between equal keys go by position.
 
 The tree's id is the address of a descriptor (``BvhDesc``) that a one-thread kernel writes, so
 builds and refits stay in stream order with no host round trip; only a grouped build reads one
@@ -94,8 +96,36 @@ def _collapse(tree: wp.uint64, grouped: wp.bool):
 
 
 @wp.kernel(enable_backward=False)
+def _layout_serial(tree: wp.uint64):
+    wp._bvh_layout_serial(tree)
+
+
+@wp.kernel(enable_backward=False)
+def _layout_count(tree: wp.uint64):
+    wp._bvh_layout_count(tree, wp.tid())
+
+
+@wp.kernel(enable_backward=False)
+def _layout_place(tree: wp.uint64):
+    wp._bvh_layout_place(tree, wp.tid())
+
+
+@wp.kernel(enable_backward=False)
 def _refit(tree: wp.uint64):
     wp._bvh_refit(tree, wp.tid())
+
+
+@wp.kernel(enable_backward=False)
+def _refit_runs(tree: wp.uint64, begins: wp.array(dtype=wp.int32), ends: wp.array(dtype=wp.int32)):
+    t = wp.tid()
+    wp._bvh_refit_sweep(tree, begins[t], ends[t])
+
+
+@wp.kernel(enable_backward=False)
+def _refit_gaps(tree: wp.uint64, begins: wp.array(dtype=wp.int32), ends: wp.array(dtype=wp.int32), n: int):
+    # one task, the runs in order (the last nodes first): what the parallel runs left, above them
+    for g in range(n):
+        wp._bvh_refit_sweep(tree, begins[g], ends[g])
 
 
 @wp.func
@@ -147,33 +177,49 @@ def _launch(kernel, n, inputs, device):
         wp.launch(kernel, dim=n, inputs=inputs, device=device, record_tape=False)
 
 
+#: A CPU refit splits trees of more nodes than this into runs of whole subtrees, this many per thread
+_SWEEP_SPLIT = 1 << 14
+_RUNS_PER_THREAD = 4
+
+
 class Tree:
     """The buffers and build of one LBVH over ``n`` items: boxes (``lowers``/``uppers`` arrays) or
     triangles (``points`` and ``indices``). ``write(desc)`` stores the descriptor where the owner's
     id points (a BVH's own one, or the head of a mesh's)."""
 
-    def __init__(self, device, n: int, leaf_size: int, write, groups=None):
+    def __init__(self, device, n: int, leaf_size: int, write, groups=None, triangles: bool = False):
         self.device, self.n, self.leaf_size, self.write = device, n, leaf_size, write
         self.groups = groups
         nodes = max(2 * n - 1, 1)
-        # the build writes every buffer before reading it (nodes: their links, then the reachable ones'
-        # boxes; counters are zeroed per refit): no zero fill on allocation, but for the nodes,
-        # whose unreachable boxes stay zero rather than arbitrary
-        self.nodes = zeros(nodes * 8, dtype=T.int32, device=device)  # 32-byte nodes (bvh.h)
+        # the build writes every buffer before reading it: no zero fill on allocation. The layout's
+        # nodes start 32 bytes into the buffer, so each children pair (1, 2), (3, 4), ... fills one
+        # 64-byte line (allocations are 64-byte aligned).
+        self.nodes = uninitialized((nodes + 1) * 8, dtype=T.int32, device=device)
         self.parents = uninitialized(nodes, dtype=T.int32, device=device)
+        self.ends = uninitialized(nodes, dtype=T.int32, device=device)
+        self.count = uninitialized(1, dtype=T.int32, device=device)
+        self.links = uninitialized(2 * nodes, dtype=T.int32, device=device)
+        self.build_parents = uninitialized(nodes, dtype=T.int32, device=device)
         self.ranges = uninitialized(2 * nodes, dtype=T.int32, device=device)
+        self.sizes = None if device.is_cpu else uninitialized(nodes, dtype=T.int32, device=device)
+        self.remap = uninitialized(nodes, dtype=T.int32, device=device)
         self.counters = uninitialized(nodes, dtype=T.int32, device=device)
         self.items = uninitialized(max(2 * n, 1), dtype=T.int32, device=device)
         self.keys = uninitialized(max(2 * n, 1), dtype=T.uint64, device=device)
+        self.tris = uninitialized(max(3 * n, 1), dtype=T.int32, device=device) if triangles else None
         self.box = empty(2, dtype=T.vec3, device=device)
         self.group_ids = self.group_roots = None
         self.num_groups = 0
         self.sources = {}
+        self._plan = None
 
     def descriptor(self) -> BvhDesc:
         d = BvhDesc()
-        d.nodes, d.parents, d.ranges = self.nodes.ptr, self.parents.ptr, self.ranges.ptr
-        d.counters, d.items, d.keys = self.counters.ptr, self.items.ptr, self.keys.ptr
+        d.nodes, d.parents, d.ends, d.count = self.nodes.ptr + 32, self.parents.ptr, self.ends.ptr, self.count.ptr
+        d.links, d.build_parents, d.ranges = self.links.ptr, self.build_parents.ptr, self.ranges.ptr
+        d.sizes = self.sizes.ptr if self.sizes is not None else 0
+        d.remap, d.counters, d.items, d.keys = self.remap.ptr, self.counters.ptr, self.items.ptr, self.keys.ptr
+        d.tris = self.tris.ptr if self.tris is not None else 0
         for name, a in self.sources.items():
             setattr(d, name, a.ptr if a is not None else 0)
         if self.group_ids is not None:
@@ -196,11 +242,19 @@ class Tree:
         groups = self.groups if grouped else self.items  # any int32 array: unread
         _launch(_keys, n, [tree_id, self.box, groups, grouped, self.keys, self.items], dev)
         utils.radix_sort_pairs(self.keys, self.items, n, 0, 62 if grouped else 30)
-        self.parents.fill_(-1)
+        self.build_parents.fill_(-1)
         _launch(_internal, n - 1, [tree_id], dev)
         _launch(_leaves, n, [tree_id], dev)
         if self.leaf_size > 1:
             _launch(_collapse, n - 1, [tree_id, grouped], dev)
+        nodes = 2 * n - 1
+        if dev.is_cpu:
+            _launch(_layout_serial, 1, [tree_id], dev)
+        else:
+            self.counters.zero_()
+            _launch(_layout_count, nodes, [tree_id], dev)
+            _launch(_layout_place, nodes, [tree_id], dev)
+        self._plan = None
         if grouped:
             self._group_roots(tree_id)
         self.refit(tree_id)
@@ -219,11 +273,55 @@ class Tree:
         self.write(self.descriptor())
         _launch(_group_roots, count, [tree_id, firsts, lasts], dev)
 
+    def layout(self):
+        """(lower, left, upper, right) of the nodes the queries walk (NumPy; for tests and tools)."""
+        count = int(self.count.numpy()[0]) if self.n else 0
+        raw = self.nodes.numpy()[8:].reshape(-1, 8)[:count]
+        return raw[:, [0, 1, 2]].view("f4"), raw[:, 3], raw[:, [4, 5, 6]].view("f4"), raw[:, 7]
+
+    def _runs(self):
+        """The CPU refit's plan: runs of whole subtrees to sweep in parallel, then the gaps between
+        them (the nodes above), last first. Made from the layout once per build."""
+        if self._plan is None:
+            count = int(self.count.numpy()[0])
+            runs = []
+            if count > _SWEEP_SPLIT:
+                _, left, _, _ = self.layout()
+                ends = self.ends.numpy()
+                want = _RUNS_PER_THREAD * self.device.backend.num_threads
+                roots = [0]
+                while len(roots) < want:  # split the biggest subtree until there are enough
+                    inner = [r for r in roots if left[r] >= 0]
+                    if not inner:
+                        break
+                    big = max(inner, key=lambda r: ends[r] - left[r])
+                    roots.remove(big)
+                    roots += [int(left[big]), int(left[big]) + 1]
+                runs = sorted((int(left[r]), int(ends[r])) for r in roots if left[r] >= 0)
+            gaps, at = [], count
+            for b, e in reversed(runs):
+                if e < at:
+                    gaps.append((e, at))
+                at = b
+            if at > 0:
+                gaps.append((0, at))
+
+            def columns(pairs):
+                return [array([p[k] for p in pairs] or [0], dtype=T.int32, device=self.device) for k in (0, 1)]
+
+            self._plan = (len(runs), columns(runs), len(gaps), columns(gaps))
+        return self._plan
+
     def refit(self, tree_id: int):
         if self.n == 0:
             return
-        self.counters.zero_()
-        _launch(_refit, max(2 * self.n - 1, 1), [tree_id], self.device)
+        if self.device.is_cpu:
+            runs, (rb, re), gaps, (gb, ge) = self._runs()
+            _launch(_refit_runs, runs, [tree_id, rb, re], self.device)
+            _launch(_refit_gaps, 1, [tree_id, gb, ge, gaps], self.device)
+        else:
+            self.counters.zero_()
+            _launch(_refit, max(2 * self.n - 1, 1), [tree_id], self.device)
 
 
 def _check_bounds(lowers, uppers):
@@ -299,5 +397,4 @@ class Bvh:
 
     # read-only views of the tree, for tests and tools
     def _nodes(self):
-        raw = self._tree.nodes.numpy().reshape(-1, 8)
-        return raw[:, [0, 1, 2]].view("f4"), raw[:, 3], raw[:, [4, 5, 6]].view("f4"), raw[:, 7]
+        return self._tree.layout()

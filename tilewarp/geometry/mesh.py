@@ -117,7 +117,7 @@ class Mesh:
         # per tree node: the dipole, area, centre and radius of its faces (the fast winding number)
         self._winding = uninitialized(max(2 * faces - 1, 1) * 8, dtype=T.float32, device=self.device) \
             if self.support_winding_number and faces else None
-        self._tree = Tree(self.device, faces, leaf_size, self._write_tree, groups)
+        self._tree = Tree(self.device, faces, leaf_size, self._write_tree, groups, triangles=True)
         self.id = self._desc.ptr
         self._tree.build(self.id, points=points, indices=indices)
         self._refit_winding()

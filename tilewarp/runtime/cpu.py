@@ -77,7 +77,7 @@ class CpuModule:
 class CpuRec(ctypes.Structure):
     """Mirror of ``tw_cpu_rec`` in thread_pool.cpp."""
     _fields_ = [("fn", ctypes.c_void_p), ("min_parallel_tasks", ctypes.c_void_p),
-                ("block_dim", ctypes.c_int64)]
+                ("block_dim", ctypes.c_int64), ("grain", ctypes.c_int64)]
 
 
 class CpuBackend:
@@ -137,11 +137,12 @@ class CpuBackend:
         if n_tasks > 0:
             launch(handle, args_ptr, n_tasks, self.min_parallel_tasks, block_dim)
 
-    def launcher(self, handle: int) -> SubmitEntry:
+    def launcher(self, handle: int, tiled: bool = True) -> SubmitEntry:
         """wp.launch's entry for ``handle``: ``tw_cpu_submit(rec, args)`` with a record per block size,
-        ``args`` being the packed argument block as bytes (the task count is read from it)."""
+        ``args`` being the packed argument block as bytes (the task count is read from it). Chunks
+        of a tile kernel's tasks keep its blocks whole; a SIMT kernel's may split anywhere."""
         return SubmitEntry(runtime_library().tw_cpu_submit, handle,
-                           lambda block_dim: self._block_rec(handle, block_dim), _never_fails)
+                           lambda block_dim: self._block_rec(handle, block_dim if tiled else 1), _never_fails)
 
     def _block_rec(self, handle: int, block_dim: int) -> int:
         rec = CpuRec(handle, ctypes.addressof(self._min_parallel), block_dim)

@@ -435,7 +435,7 @@ class CudaBackend:
                        "cuOccupancyMaxActiveBlocksPerMultiprocessor")
         return max(int(per_sm), 1) * self.sm_count
 
-    def launcher(self, handle: int):
+    def launcher(self, handle: int, tiled: bool = True):
         """wp.launch's entry for ``handle``: ``submit(args, n_tasks, block_dim)`` launches on the
         current stream, ``args`` being the packed argument block as bytes (``n_tasks`` > 0).
 

@@ -81,7 +81,7 @@ class Plan:
         self.size, self.bounds = self.packer.bounds_bytes(dim)
         self.tasks, self.threads = compiled.launch_dims(self.size, block_dim, max_blocks) if self.size else (0, 0)
         if compiled.submit is None:
-            compiled.submit = device.backend.launcher(compiled.handle)
+            compiled.submit = device.backend.launcher(compiled.handle, tiled=compiled.block is not None)
         self.submit = compiled.submit
         self.debug = compiled.checks is not None  # a debug build (plans are forgotten when that changes)
         self.whole = self.size > 0 and self.tasks == self.size  # the grid is the launch: the submit entry
