@@ -8,8 +8,11 @@ validation of segment bounds (a zero-copy NumPy view of host memory, as Warp val
 
 Building blocks: reductions sum chunks of a row per thread into partial sums, level after level;
 scans are blocked (block totals, their exclusive scan, then a tile scan of each block plus its offset);
-sorts are LSD radix sorts over 8-bit digits (a digit histogram per chunk with atomics, an
-exclusive scan of the digit-major histogram, then a stable scatter: one thread per chunk, in order).
+sorts are LSD radix sorts: per digit a histogram per chunk of elements, an exclusive scan of the
+digit-major histogram (so each (digit, chunk) gets its first slot), then a stable scatter. On the CPU
+the chunks are few and large, one task counts and scatters each in order, over 11-bit digits; on the
+GPU a chunk is a warp's 32 elements, each ranked among its warp's equal digits by a lane vote
+(``wp._lane_digit_rank``), over 8-bit digits, with no atomics and every element a thread.
 """
 from __future__ import annotations
 
@@ -26,9 +29,10 @@ from .runtime.array import array, clone, copy, empty, uninitialized
 REDUCE_CHUNK = 256   # elements one thread adds up per reduction level
 SCAN_TILE = 1024     # elements one block scans
 SCAN_BLOCK = 256     # lanes of a scan block
-RADIX_BITS = 8       # bits per radix sort pass
-RADIX_CHUNK = 1024   # elements one thread scatters, in order (the unit of the stable rank)
-RADIX = 1 << RADIX_BITS
+RADIX_BITS_CPU = 11  # bits per radix sort pass on the CPU (a histogram of 2048 counts per chunk) ...
+RADIX_BITS_GPU = 8   # ... and on the GPU (256 counts per warp of elements)
+RADIX_CHUNKS_PER_THREAD = 4  # CPU: chunks (tasks) per pool thread
+RADIX_MIN_CHUNK = 4096       # CPU: elements a chunk holds at least
 
 _FLOATS = (T.float32, T.float64)
 _SCANNED = (T.int32, T.int64, T.float32, T.float64)
@@ -303,22 +307,24 @@ def _digit(k: Any, shift: Any, mask: Any, sign: Any, flip_pos: Any, flip_neg: An
 
 
 @wp.kernel(enable_backward=False)
-def _radix_histogram(keys: wp.array(dtype=Any), hist: _Int32s, chunks: int, shift: Any, mask: Any, sign: Any,
-                     flip_pos: Any, flip_neg: Any):
-    # digit-major: hist[d * chunks + chunk], so an exclusive scan gives each (digit, chunk) its first slot
-    i = wp.tid()
-    d = _digit(keys[i], shift, mask, sign, flip_pos, flip_neg)
-    wp.atomic_add(hist, d * chunks + i // RADIX_CHUNK, 1)
+def _radix_count(keys: wp.array(dtype=Any), hist: _Int32s, n: int, chunk: int, chunks: int, shift: Any, mask: Any,
+                 sign: Any, flip_pos: Any, flip_neg: Any):
+    # CPU: one task per chunk counts its digits into its own column of the digit-major histogram
+    # hist[d * chunks + b] (zeroed before), so plain increments do
+    b = wp.tid()
+    for i in range(b * chunk, wp.min(n, (b + 1) * chunk)):
+        s = _digit(keys[i], shift, mask, sign, flip_pos, flip_neg) * chunks + b
+        hist[s] = hist[s] + 1
 
 
 @wp.kernel(enable_backward=False)
 def _radix_scatter(keys: wp.array(dtype=Any), idx: _Int32s, keys_out: wp.array(dtype=Any), idx_out: _Int32s,
-                   slots: _Int32s, n: int, chunks: int, first: int, shift: Any, mask: Any, sign: Any,
+                   slots: _Int32s, n: int, chunk: int, chunks: int, first: int, shift: Any, mask: Any, sign: Any,
                    flip_pos: Any, flip_neg: Any):
-    # one thread per chunk, in order: equal digits keep their order (stability); the thread owns its
+    # CPU: one task per chunk, in order: equal digits keep their order (stability); the task owns its
     # chunk's slot counters, so no atomics are needed
     b = wp.tid()
-    for i in range(b * RADIX_CHUNK, b * RADIX_CHUNK + wp.min(n - b * RADIX_CHUNK, RADIX_CHUNK)):
+    for i in range(b * chunk, wp.min(n, (b + 1) * chunk)):
         k = keys[i]
         s = _digit(k, shift, mask, sign, flip_pos, flip_neg) * chunks + b
         p = slots[s]
@@ -328,6 +334,34 @@ def _radix_scatter(keys: wp.array(dtype=Any), idx: _Int32s, keys_out: wp.array(d
             idx_out[p] = i
         else:
             idx_out[p] = idx[i]
+
+
+@wp.kernel(enable_backward=False)
+def _radix_lane_count(keys: wp.array(dtype=Any), hist: _Int32s, chunks: int, shift: Any, mask: Any, sign: Any,
+                      flip_pos: Any, flip_neg: Any):
+    # GPU: a warp's 32 elements are a chunk; the first lane holding each digit writes its count
+    i = wp.tid()
+    d = _digit(keys[i], shift, mask, sign, flip_pos, flip_neg)
+    r = wp._lane_digit_rank(d)
+    if r[0] == 0:
+        hist[d * chunks + i // wp._lane_width()] = r[1]
+
+
+@wp.kernel(enable_backward=False)
+def _radix_lane_scatter(keys: wp.array(dtype=Any), idx: _Int32s, keys_out: wp.array(dtype=Any), idx_out: _Int32s,
+                        slots: _Int32s, chunks: int, first: int, shift: Any, mask: Any, sign: Any, flip_pos: Any,
+                        flip_neg: Any):
+    # GPU: every element goes to its (digit, chunk) slot plus its rank among the warp's equal digits
+    i = wp.tid()
+    k = keys[i]
+    d = _digit(k, shift, mask, sign, flip_pos, flip_neg)
+    r = wp._lane_digit_rank(d)
+    p = slots[d * chunks + i // wp._lane_width()] + r[0]
+    keys_out[p] = k
+    if first:
+        idx_out[p] = i
+    else:
+        idx_out[p] = idx[i]
 
 
 @wp.kernel(enable_backward=False)
@@ -344,28 +378,44 @@ def _order_flips(utype, kind: str):
     return [utype(sign), utype(flips[0]), utype(flips[1])]
 
 
-def _radix_passes(keys: array, begin: int, end: int, kind: str) -> array:
+def _radix_passes(keys: array, begin: int, end: int, kind: str, lanes: bool | None = None) -> array:
     """Sort the contiguous uint32/uint64 bit patterns ``keys`` in place (as keys of ``kind``) by bits
-    [begin, end); return the permutation applied (int32: sorted position -> original index)."""
+    [begin, end); return the permutation applied (int32: sorted position -> original index).
+    ``lanes``: rank by warp lanes (the GPU's way; the default there) rather than by chunk tasks."""
     n, device, utype = keys.size, keys.device, keys.dtype
-    chunks = -(-n // RADIX_CHUNK)
+    lanes = not device.is_cpu if lanes is None else lanes
+    if lanes:
+        bits, width = RADIX_BITS_GPU, 32 if not device.is_cpu else 1
+        chunks = -(-n // width)
+    else:
+        bits = RADIX_BITS_CPU
+        threads = device.backend.num_threads if device.is_cpu else 1
+        chunk = max(RADIX_MIN_CHUNK, -(-n // (RADIX_CHUNKS_PER_THREAD * threads)))
+        chunks = -(-n // chunk)
     # scratch every pass writes in full (hist is zeroed per pass): no zero fill on allocation
-    hist = uninitialized(RADIX * chunks, dtype=T.int32, device=device)
+    hist = uninitialized((1 << bits) * chunks, dtype=T.int32, device=device)
     idx = [uninitialized(n, dtype=T.int32, device=device) for _ in range(2)]
     bufs = [keys, uninitialized(n, dtype=utype, device=device)]
     flips = _order_flips(utype, kind)
-    for p, shift in enumerate(range(begin, end, RADIX_BITS)):
-        digit = [utype(shift), utype((1 << min(RADIX_BITS, end - shift)) - 1), *flips]
-        hist.zero_()
-        _launch(_radix_histogram, n, [bufs[p % 2], hist, chunks, *digit], device)
-        _scan_rows(_rows(hist), _rows(hist), False)
+    shifts = range(begin, end, bits)
+    for p, shift in enumerate(shifts):
+        digit = [utype(shift), utype((1 << min(bits, end - shift)) - 1), *flips]
         src, dst = p % 2, 1 - p % 2
-        inputs = [bufs[src], idx[src], bufs[dst], idx[dst], hist, n, chunks, int(p == 0), *digit]
-        _launch(_radix_scatter, chunks, inputs, device)
-    passes = len(range(begin, end, RADIX_BITS))
-    if passes % 2:
+        hist.zero_()
+        if lanes:
+            _launch(_radix_lane_count, n, [bufs[src], hist, chunks, *digit], device)
+        else:
+            _launch(_radix_count, chunks, [bufs[src], hist, n, chunk, chunks, *digit], device)
+        _scan_rows(_rows(hist), _rows(hist), False)
+        if lanes:
+            inputs = [bufs[src], idx[src], bufs[dst], idx[dst], hist, chunks, int(p == 0), *digit]
+            _launch(_radix_lane_scatter, n, inputs, device)
+        else:
+            inputs = [bufs[src], idx[src], bufs[dst], idx[dst], hist, n, chunk, chunks, int(p == 0), *digit]
+            _launch(_radix_scatter, chunks, inputs, device)
+    if len(shifts) % 2:
         copy(keys, bufs[1])
-    return idx[passes % 2]
+    return idx[len(shifts) % 2]
 
 
 def _permute(a: array, idx: array):
@@ -405,6 +455,17 @@ def radix_sort_pairs(keys: array, values: array, count: int, begin_bit: int = 0,
         return
     idx = _radix_passes(keys.flatten()[:count].view(utype), begin_bit, end, kind)
     _permute(values.flatten()[:count], idx)
+
+
+def sort_order(keys: array, order: array, begin_bit: int, end_bit: int) -> None:
+    """The library's own sorts (trees, hash grids): sort the contiguous unsigned ``keys`` in place by
+    bits [begin_bit, end_bit), stably, and write where each sorted key came from into ``order``
+    (int32, as long as keys), which radix_sort_pairs of (keys, arange) gives, with no gather."""
+    utype, kind = _KEY_KINDS[keys.dtype]
+    if keys.size < 2:
+        order.fill_(0)
+        return
+    copy(order, _radix_passes(keys.view(utype), begin_bit, end_bit, kind))
 
 
 # ---- segmented sort --------------------------------------------------------------------------------

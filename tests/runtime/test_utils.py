@@ -310,6 +310,22 @@ def test_radix_sort_pairs(device, ref, rng, n, kdtype):
     np.testing.assert_array_equal(ours[1][n:], values[n:])  # the rest is left alone
 
 
+@pytest.mark.parametrize("kdtype", ["int32", "float64"])
+def test_radix_sort_lane_path_on_the_cpu(monkeypatch, rng, kdtype):
+    """The GPU's sort (warp-lane ranks, 8-bit digits) run on the CPU, where a task is a warp of one
+    lane: its histogram, scan and scatter must give the stable order too."""
+    import functools
+
+    monkeypatch.setattr(wp.utils, "_radix_passes", functools.partial(wp.utils._radix_passes, lanes=True))
+    n = 3000
+    keys = rng.integers(-50, 50, 2 * n).astype(kdtype)
+    k, v = wp.array(keys, device="cpu"), wp.array(np.arange(2 * n, dtype=np.int32), device="cpu")
+    wp.utils.radix_sort_pairs(k, v, n)
+    order = np.argsort(keys[:n], kind="stable")
+    np.testing.assert_array_equal(v.numpy()[:n], order)
+    np.testing.assert_array_equal(k.numpy()[:n], keys[:n][order])
+
+
 @pytest.mark.parametrize("vdtype,inner", [("float64", ()), ("vec2h", (2,)), ("uint32", ())])
 def test_radix_sort_value_types_and_nans(device, ref, rng, vdtype, inner):
     n = 700

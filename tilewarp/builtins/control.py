@@ -129,6 +129,18 @@ def _reverse_range(args, template):
     return T.TupleType((args[0], args[0]))
 
 
+def _lane_rank(args, template):
+    if len(args) != 1 or args[0] is not T.int32:
+        fail(f"expects (digit: int32), got ({names(args)})")
+    return T.vec2i
+
+
+def _lane_width(args, template):
+    if args:
+        fail(f"takes no arguments, got ({names(args)})")
+    return T.int32
+
+
 def _host_printf(fmt, *args):
     py.print(fmt % tuple(a.value if isinstance(a, T.Scalar) else a for a in args), end="")
 
@@ -148,4 +160,8 @@ register(
             emit=lambda a, t: f"tw::get<{t[0]}>({a[0]})", adjoint_emit=_adj_tuple_get),
     # reversed(range(start, stop, step)) -> (first, stop) of the range with step -step
     Builtin("reverse_range", _reverse_range, "tw::reverse_range", differentiable=False),
+    # the radix sort's stable rank within a warp (tilewarp/utils.py; native/runtime/lanes.h)
+    Builtin("_lane_digit_rank", _lane_rank, "tw::lane_digit_rank", differentiable=False, unify_literals=False,
+            header="runtime/lanes.h"),
+    Builtin("_lane_width", _lane_width, "tw::lane_width", differentiable=False, header="runtime/lanes.h"),
 )

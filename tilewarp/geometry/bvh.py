@@ -71,13 +71,12 @@ def _scene_box(tree: wp.uint64, n: int, chunk: int, box: wp.array(dtype=wp.vec3)
 
 @wp.kernel(enable_backward=False)
 def _keys(tree: wp.uint64, box: wp.array(dtype=wp.vec3), groups: wp.array(dtype=wp.int32), grouped: wp.bool,
-          keys: wp.array(dtype=wp.uint64), items: wp.array(dtype=wp.int32)):
+          keys: wp.array(dtype=wp.uint64)):
     i = wp.tid()
     g = wp.int32(0)
     if grouped:
         g = groups[i]
     keys[i] = wp._bvh_item_key(tree, i, box[0], box[1], g, grouped)
-    items[i] = i
 
 
 @wp.kernel(enable_backward=False)
@@ -240,8 +239,8 @@ class Tree:
         _launch(_scene_box, chunks, [tree_id, n, _CHUNK, self.box], dev)
         grouped = self.groups is not None
         groups = self.groups if grouped else self.items  # any int32 array: unread
-        _launch(_keys, n, [tree_id, self.box, groups, grouped, self.keys, self.items], dev)
-        utils.radix_sort_pairs(self.keys, self.items, n, 0, 62 if grouped else 30)
+        _launch(_keys, n, [tree_id, self.box, groups, grouped, self.keys], dev)
+        utils.sort_order(self.keys[:n], self.items[:n], 0, 62 if grouped else 30)
         self.build_parents.fill_(-1)
         _launch(_internal, n - 1, [tree_id], dev)
         _launch(_leaves, n, [tree_id], dev)

@@ -31,20 +31,18 @@ _VEC = {T.float16: T.vec3h, T.float32: T.vec3, T.float64: T.vec3d}
 
 @wp.kernel(enable_backward=False)
 def _bucket_keys(points: wp.array(dtype=Any), width: wp.float64, dx: int, dy: int, dz: int,
-                 keys: wp.array(dtype=wp.int32), ids: wp.array(dtype=wp.int32)):
+                 keys: wp.array(dtype=wp.int32)):
     i = wp.tid()
     keys[i] = wp._hash_grid_cell(points[i], width, dx, dy, dz)
-    ids[i] = i
 
 
 @wp.kernel(enable_backward=False)
 def _group_keys(points: wp.array(dtype=Any), groups: wp.array(dtype=wp.int32), width: wp.float64, dx: int,
-                dy: int, dz: int, keys: wp.array(dtype=wp.int64), ids: wp.array(dtype=wp.int32)):
+                dy: int, dz: int, keys: wp.array(dtype=wp.int64)):
     # bucket in the high 32 bits, the group (offset to be non-negative) in the low ones
     i = wp.tid()
     cell = wp.int64(wp._hash_grid_cell(points[i], width, dx, dy, dz))
     keys[i] = cell * wp.int64(4294967296) + wp.int64(groups[i]) + wp.int64(2147483648)
-    ids[i] = i
 
 
 @wp.kernel(enable_backward=False)
@@ -67,6 +65,22 @@ def _group_runs(keys: wp.array(dtype=wp.int64), n: int, starts: wp.array(dtype=w
         starts[c] = i
     if i == n - 1 or wp.int32(keys[i + 1] >> wp.int64(32)) != c:
         ends[c] = i + 1
+
+
+@wp.kernel(enable_backward=False)
+def _clear_cells(keys: wp.array(dtype=wp.int32), starts: wp.array(dtype=wp.int32), ends: wp.array(dtype=wp.int32)):
+    # the cells the previous build filled, by its sorted keys (every other cell is still empty)
+    c = keys[wp.tid()]
+    starts[c] = 0
+    ends[c] = 0
+
+
+@wp.kernel(enable_backward=False)
+def _clear_group_cells(keys: wp.array(dtype=wp.int64), starts: wp.array(dtype=wp.int32),
+                       ends: wp.array(dtype=wp.int32)):
+    c = wp.int32(keys[wp.tid()] >> wp.int64(32))
+    starts[c] = 0
+    ends[c] = 0
 
 
 @wp.kernel(enable_backward=False)
@@ -113,6 +127,10 @@ class HashGrid:
         self._capacity = 0
         self._grouped_capacity = 0
         self._starts = self._ends = None
+        # the last build's point count and grouping, whose sorted keys name the cells to clear; None:
+        # not known (a build that failed midway, or one in a CUDA graph, whose replays the host
+        # does not follow), so the next build clears every cell
+        self._filled = (0, False)
         self.reserved = False
         self.groups = None
         self.points = None
@@ -154,8 +172,9 @@ class HashGrid:
 
     def _ensure(self, n: int, grouped: bool):
         if self._starts is None:
-            self._starts = empty(self._cells, dtype=T.int32, device=self.device)
-            self._ends = empty(self._cells, dtype=T.int32, device=self.device)
+            # zeroed once; after that each build clears only the cells the one before it filled
+            self._starts = zeros(self._cells, dtype=T.int32, device=self.device)
+            self._ends = zeros(self._cells, dtype=T.int32, device=self.device)
         if n > self._capacity:
             # sorts take 2n elements (Warp's convention for radix_sort_pairs)
             self._keys = uninitialized(2 * n, dtype=T.int32, device=self.device)  # each build writes them
@@ -180,30 +199,44 @@ class HashGrid:
     def _build(self, points, radius, groups):
         points, groups, width = self._checked(points, radius, groups)
         n = points.size
+        self._clear()
         self._ensure(n, groups is not None)
-        self._starts.zero_()
-        self._ends.zero_()
         dims = list(self._dims)
         if n:
             if groups is None:
                 keys, ids = self._keys, self._ids
-                wp.launch(_bucket_keys, dim=n, inputs=[points, width, *dims, keys, ids], device=self.device,
+                wp.launch(_bucket_keys, dim=n, inputs=[points, width, *dims, keys], device=self.device,
                           record_tape=False)
-                utils.radix_sort_pairs(keys, ids, n, 0, max(1, (self._cells - 1).bit_length()))
+                utils.sort_order(keys[:n].view(T.uint32), ids[:n], 0, max(1, (self._cells - 1).bit_length()))
                 wp.launch(_runs, dim=n, inputs=[keys, n, self._starts, self._ends], device=self.device,
                           record_tape=False)
             else:
                 keys, ids = self._keys64, self._ids
-                wp.launch(_group_keys, dim=n, inputs=[points, groups, width, *dims, keys, ids],
+                wp.launch(_group_keys, dim=n, inputs=[points, groups, width, *dims, keys],
                           device=self.device, record_tape=False)
-                utils.radix_sort_pairs(keys, ids, n, 0, 32 + max(1, (self._cells - 1).bit_length()))
+                utils.sort_order(keys[:n].view(T.uint64), ids[:n], 0, 32 + max(1, (self._cells - 1).bit_length()))
                 wp.launch(_group_runs, dim=n, inputs=[keys, n, self._starts, self._ends], device=self.device,
                           record_tape=False)
                 wp.launch(_gather_groups, dim=n, inputs=[ids, groups, self._sorted_groups], device=self.device,
                           record_tape=False)
         self.points, self.groups = points, groups
+        self._filled = None if self.device.is_capturing else (n, groups is not None)
         self._write(num_points=n, width=width, grouped=groups is not None)
         self.reserved = True
+
+    def _clear(self):
+        """Empty the cells the previous build filled (its sorted keys are still in the key buffers):
+        a point count's worth of writes instead of clearing all dim_x * dim_y * dim_z cells."""
+        filled, self._filled = self._filled, None
+        if self._starts is None:
+            return
+        if filled is None or self.device.is_capturing:
+            self._starts.zero_()
+            self._ends.zero_()
+        elif filled[0]:
+            n, grouped = filled
+            kernel, keys = (_clear_group_cells, self._keys64) if grouped else (_clear_cells, self._keys)
+            wp.launch(kernel, dim=n, inputs=[keys, self._starts, self._ends], device=self.device, record_tape=False)
 
     def _checked(self, points, radius, groups):
         vec = _VEC[self.dtype]
