@@ -2,10 +2,11 @@
 # Everything this project measures on a GPU machine, by steps (benchmarks/RESULTS.md records the runs).
 #   bash benchmarks/gpu_run.sh STEP...      e.g.  bash benchmarks/gpu_run.sh stash probe install suite examples
 # Carried, ignored folders: .whl (nvidia-mathdx, nvidia-cuda-cccl<13.2, -crt, -runtime wheels: the
-# cuBLASDx path's headers), .whl_inst (setuptools wheel, zstd + its libraries, Warp's tests as
-# warptests.tgz, a copy of ../shared/warp_suite), .whl1 / .whl2 (the two halves of warp-lang's `warp/`
-# package, zstd -19, without warp-clang.so, tests and examples: `stash` keeps the first half in ~ for
-# a `warp` step in the next call, which must follow while the machine is still warm).
+# cuBLASDx path's headers), .whl_inst (setuptools wheel, Warp's tests as warptests.tgz, a copy of
+# ../shared/warp_suite), .whl1 / .whl2 (the two halves, warp.partaa / warp.partab, of an `xz -9` tar of
+# warp-lang's `warp/` package without warp-clang.so, tests and examples; unpacked by Python's tarfile:
+# `stash` keeps the first half in ~ for a `warp` step in the next call, which must follow while the
+# machine is still warm).
 # Steps:
 #   stash     keep .whl1 in ~/stash
 #   probe     hand-written CUDA variants of the tile benchmarks, tilewarp's variants, Nsight Compute
@@ -33,6 +34,9 @@
 #             programs on cuda:0 (needs .warpfiles: a copy of warp-lang's warp/examples and warp/tests, and
 #             of ../shared/warp_suite; ignored by git, carried)
 #   geosuite  Warp's geometry tests against tilewarp (cpu + cuda:0), from .warpfiles
+#   geotests  tests/geometry and tests/runtime/test_utils.py on cuda:0
+#   geobench  the geometry benchmark rows (side by side with warp-lang after `joinwarp`)
+#   geoexamples  Warp's geometry example programs on cuda:0, from .warpfiles
 #   dist      tilewarp.distributed on one GPU: its tests on cuda:0, both examples under torchrun (NCCL, 1 rank)
 #             with --check, and each against its CPU run
 #   dist2     on a 2-GPU machine: both examples on 2 ranks (NCCL) with --check, and the wave example's
@@ -53,7 +57,7 @@ for STEP in "$@"; do
   echo "== $STEP ($(date +%T))"
   case "$STEP" in
   stash)
-    mkdir -p ~/stash && cp .whl1/* .whl_inst/zstd .whl_inst/*.so.* ~/stash/ && ls ~/stash ;;
+    mkdir -p ~/stash && cp .whl1/* ~/stash/ && ls ~/stash ;;
   probe)
     timeout 120 python benchmarks/raw_tile_probe.py 2>&1 | tee "$OUT/raw_probe.txt"
     timeout 150 python benchmarks/tile_probe.py 2>&1 | tee "$OUT/tile_probe.txt" | grep -v "row sums True, copy True"
@@ -209,8 +213,8 @@ EOF
     timeout 400 python -m benchmarks.examples --device cuda:0 --modules $MODS --frames 20 2>&1 | tee "$OUT/examples_$MODS.txt" ;;
   joinwarp|warp)
     [ -f ~/stash/warp.partaa ] || { echo "no stashed first half (machine not warm): stash again"; continue; }
-    cat ~/stash/warp.partaa .whl2/warp.partab > /tmp/warp.tar.zst
-    mkdir -p /tmp/warp-site && LD_LIBRARY_PATH=~/stash ~/stash/zstd -dc /tmp/warp.tar.zst | tar xf - -C /tmp/warp-site
+    cat ~/stash/warp.partaa .whl2/warp.partab > /tmp/warp.tar.xz
+    mkdir -p /tmp/warp-site && python -c "import tarfile; tarfile.open('/tmp/warp.tar.xz').extractall('/tmp/warp-site')"
     export PYTHONPATH="$PYTHONPATH:/tmp/warp-site"; WITH_WARP=1
     [ "$STEP" = joinwarp ] && { python -c "import warp; print('warp-lang', warp.__version__)"; continue; }
     timeout 300 python -m benchmarks --device cuda:0 --modules tilewarp,warp 2>&1 | tee "$OUT/bench_warp.txt" \
@@ -221,6 +225,18 @@ EOF
       echo "$f: $(tail -1 "$OUT/geo_$f.txt")"; grep -E "^(FAILED|ERROR)" "$OUT/geo_$f.txt" | head -5'
     WARP_EXAMPLES_DIR="$REPO/.warpfiles/warp/examples" TILEWARP_ASSET_DIR="$REPO/.warpfiles/warp/examples/assets" \
       timeout 240 python -m benchmarks.warp_examples --geometry --device cuda:0 --frames 3 --timeout 100 \
+      --json "$OUT/warp_examples.json" | tee "$OUT/warp_examples.txt" ;;
+  geobench)  # the geometry rows of python -m benchmarks (side by side with warp-lang after `joinwarp`)
+    MODS=tilewarp; [ -n "$WITH_WARP" ] && MODS=tilewarp,warp
+    timeout 280 python -m benchmarks --device cuda:0 --modules $MODS --only geometry 2>&1 | tee "$OUT/bench_geometry.txt" \
+      | grep -v "^Module\|^Warp\|^   " ;;
+  geotests)  # tests/geometry and the utilities' sorts on cuda:0 (one pytest per file, 8 at a time)
+    (ls tests/geometry/test_*.py; echo tests/runtime/test_utils.py) | xargs -P 8 -I{} sh -c 'f=$(basename {} .py); \
+      TILEWARP_TEST_DEVICES=cuda:0 timeout 300 python -m pytest -q -p no:cacheprovider --tb=short {} \
+      > "$OUT/geo_$f.txt" 2>&1; echo "$f: $(tail -1 "$OUT/geo_$f.txt")"; grep -E "^(FAILED|ERROR)" "$OUT/geo_$f.txt" | head -5' ;;
+  geoexamples)  # Warp's geometry example programs on cuda:0 (with warp-lang too after `joinwarp`)
+    WARP_EXAMPLES_DIR="$REPO/.warpfiles/warp/examples" TILEWARP_ASSET_DIR="$REPO/.warpfiles/warp/examples/assets" \
+      timeout 280 python -m benchmarks.warp_examples --geometry --device cuda:0 --frames 3 --timeout 100 \
       --json "$OUT/warp_examples.json" | tee "$OUT/warp_examples.txt" ;;
   geosuite)
     timeout 280 python .warpfiles/warp_suite/warp_suite.py --warp-dir .warpfiles/warp --module tilewarp --tests geometry \
