@@ -396,8 +396,8 @@ def test_one_lane_blocks_on_the_cpu(monkeypatch):
     monkeypatch.setattr(wp.config, "enable_cpu_blocks", False)
     rng = np.random.default_rng(13)
     L, U = _boxes(rng, 300)
-    bvh = wp.Bvh(wp.array(L, dtype=wp.vec3), wp.array(U, dtype=wp.vec3))
-    reports = wp.zeros(300, dtype=int)
+    bvh = wp.Bvh(wp.array(L, dtype=wp.vec3, device="cpu"), wp.array(U, dtype=wp.vec3, device="cpu"))
+    reports = wp.zeros(300, dtype=int, device="cpu")
     wp.launch_tiled(one_lane_blocks, dim=[3], inputs=[bvh.id, wp.vec3(2.0), wp.vec3(7.0), reports], block_dim=64,
                     device="cpu")
     want = np.zeros(300, dtype=int)
@@ -433,23 +433,23 @@ def test_gradients_and_query_loops():
     a gradient inside one raises, naming the lines; gradients elsewhere in the kernel are exact."""
     rng = np.random.default_rng(2)
     L, U = _boxes(rng, 300)
-    bvh = wp.Bvh(wp.array(L, dtype=wp.vec3), wp.array(U, dtype=wp.vec3))
-    w = wp.array(rng.random(300, dtype=np.float32), requires_grad=True)
-    out = wp.zeros(1, dtype=float, requires_grad=True)
+    bvh = wp.Bvh(wp.array(L, dtype=wp.vec3, device="cpu"), wp.array(U, dtype=wp.vec3, device="cpu"))
+    w = wp.array(rng.random(300, dtype=np.float32), requires_grad=True, device="cpu")
+    out = wp.zeros(1, dtype=float, requires_grad=True, device="cpu")
     tape = wp.Tape()
     with tape:
         wp.launch_tiled(gradient_in_the_loop, dim=[1], inputs=[bvh.id, wp.vec3(2.0), wp.vec3(6.0), w], outputs=[out],
                         block_dim=32, device="cpu")
     with pytest.raises(wp.AutodiffError, match=r"tile_bvh_query_next\(\) \(line \d+\) drives this loop") as info:
-        tape.backward(grads={out: wp.ones(1, dtype=float)})
+        tape.backward(grads={out: wp.ones(1, dtype=float, device="cpu")})
     assert "w[i] * w[i]" in str(info.value)
-    x = wp.array(np.array([1.5, -2.0], dtype=np.float32), requires_grad=True)
-    out, counts = wp.zeros(2, dtype=float, requires_grad=True), wp.zeros(300, dtype=int)
+    x = wp.array(np.array([1.5, -2.0], dtype=np.float32), requires_grad=True, device="cpu")
+    out, counts = wp.zeros(2, dtype=float, requires_grad=True, device="cpu"), wp.zeros(300, dtype=int, device="cpu")
     tape = wp.Tape()
     with tape:
         wp.launch_tiled(gradient_beside_the_loop, dim=[2], inputs=[bvh.id, x], outputs=[out, counts], block_dim=32,
                         device="cpu")
-    tape.backward(grads={out: wp.ones(2, dtype=float)})
+    tape.backward(grads={out: wp.ones(2, dtype=float, device="cpu")})
     np.testing.assert_allclose(x.grad.numpy(), [3.0, -4.0])
     want = np.zeros(300, dtype=int)
     want[_ray_hits(L, U, np.zeros(3, np.float32), np.ones(3, np.float32))] = 2

@@ -485,7 +485,8 @@ def test_assign_into_views():
 @needs_warp
 @pytest.mark.parametrize("dtype, value", [("float32", 2.5), ("float64", -1.25), ("int32", 7), ("int64", -3),
                                           ("uint32", 9), ("bool", True), ("float16", 0.5), ("vec3", (1, 2, 3)),
-                                          ("vec3", 2.0), ("mat22", (1, 2, 3, 4)), ("float32", -0.0)])
+                                          ("vec3", 2.0), ("mat22", (1, 2, 3, 4)), ("float32", -0.0),
+                                          ("int64", -1), ("int16", -2), ("uint8", 5), ("vec2h", 1.5)])
 def test_fill(dtype, value):
     def make(wp):
         a = wp.ones((2, 3), dtype=getattr(wp, dtype), device=DEVICE)
@@ -518,9 +519,11 @@ def test_fill_and_zero_views():
         a[::2].fill_(4.0)
         b = wp.ones(6, dtype=wp.float32, device=DEVICE)
         b[1:4].zero_()
+        c = wp.zeros(7, dtype=wp.int32, device=DEVICE)
+        c[2:5].fill_(-1)  # a contiguous view: one word over and over, only there
         m = wp.zeros((2, 3), dtype=wp.vec3, device=DEVICE)
         m[:, 1].fill_(wp.vec3(1, 2, 3))
-        return [a, b, m]
+        return [a, b, c, m]
 
     compare(make)
 

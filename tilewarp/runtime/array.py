@@ -378,9 +378,15 @@ class array:
             cpu_capture.record(self.device, functools.partial(self.fill_, value))
         v = structs.to_numpy(value, self.dtype).reshape(()) if T.is_struct(self.dtype) else T.to_storage(
             T.scalar_of(self.dtype), value.numpy() if hasattr(value, "numpy") else value)
-        if self.is_contiguous and not np.ascontiguousarray(v).reshape(-1).view(np.uint8).any():  # zero bytes: memset
+        raw = np.ascontiguousarray(v).reshape(-1).view(np.uint8)
+        if self.is_contiguous and not raw.any():  # zero bytes: memset
             self._bump_version()
             self.device.backend.memset(self.ptr, 0, self.capacity)
+            return
+        word = _repeating_word(raw) if self.is_contiguous else None
+        if word is not None and self.capacity % word[1] == 0:  # one 2- or 4-byte word over and over (-1, 1.0, a vec3 of one value): a memset too
+            self._bump_version()
+            self.device.backend.memset_words(self.ptr, *word, self.capacity)
             return
         self._write_host(np.ascontiguousarray(np.broadcast_to(v, self._full_shape())))
 
@@ -491,6 +497,17 @@ class array:
 
 
 T.register_host_array(array)  # the language and compiler layers recognise launch values by it
+
+
+def _repeating_word(raw: np.ndarray):
+    """``(word, size)`` when the element bytes ``raw`` are one 4- or 2-byte word repeated (the 2-byte
+    form only for 2-byte patterns: a memset takes whole words), else None."""
+    for size, dt in ((4, np.uint32), (2, np.uint16)):
+        if raw.size % size == 0:
+            words = raw.view(dt)
+            if (words == words[0]).all() and (size == 2 or raw.size >= 4):
+                return int(words[0]), size
+    return None
 
 
 def _strided_copy(dst: array, src: array):

@@ -115,6 +115,12 @@ class CpuBackend:
         if nbytes:
             ctypes.memset(ptr, byte, nbytes)
 
+    def memset_words(self, ptr: int, word: int, size: int, nbytes: int) -> None:
+        """Fill ``nbytes`` (a multiple of ``size``, 2 or 4) with the ``size``-byte ``word`` (native order)."""
+        if nbytes:
+            view = np.frombuffer((ctypes.c_uint8 * nbytes).from_address(ptr), dtype=np.uint32 if size == 4 else np.uint16)
+            view.fill(word)
+
     def copy_htod(self, dst: int, src: int, n: int) -> None:
         if n:
             ctypes.memmove(dst, src, n)

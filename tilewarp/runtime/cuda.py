@@ -365,6 +365,17 @@ class CudaBackend:
         self.make_current()
         check(_driver().cuMemsetD8Async(ptr, byte & 0xFF, nbytes, self.stream), "cuMemsetD8Async")
 
+    def memset_words(self, ptr: int, word: int, size: int, nbytes: int):
+        """Fill ``nbytes`` (a multiple of ``size``, 2 or 4) with the ``size``-byte ``word`` (native order)."""
+        if nbytes <= 0:
+            return
+        self.make_current()
+        d = _driver()
+        if size == 4:
+            check(d.cuMemsetD32Async(ptr, word, nbytes // 4, self.stream), "cuMemsetD32Async")
+        else:
+            check(d.cuMemsetD16Async(ptr, word, nbytes // 2, self.stream), "cuMemsetD16Async")
+
     def copy_htod(self, dst: int, src_host_ptr: int, nbytes: int, stream=None):
         """Host->device. On return the host buffer may be reused or freed."""
         if nbytes <= 0:
