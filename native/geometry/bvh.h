@@ -5,7 +5,8 @@
 // position); each internal node finds its run and split from the sorted codes alone, so every node
 // is built in parallel. These build nodes (`links`: internal nodes 0..N-2 with the root at 0, the leaf
 // of sorted item k at N-1+k) are re-marked as leaves where their run holds at most leaf_size items,
-// which leaves the nodes below them unreachable.
+// which leaves the nodes below them unreachable. On the CPU, constructor "sah" and "median" write the
+// same build nodes top down instead (bvh_sah.h); everything from the layout on is shared.
 //
 // Layout. The build nodes are then copied into the tree the queries walk (`nodes`): the reachable
 // ones only, depth first, each node's two children side by side in one 64-byte line (the root is
@@ -44,7 +45,8 @@ struct bvh_t {
     uint64_t f_remap;     // int32[2N-1]: build node -> node
     uint64_t f_counters;  // int32[2N-1]: arrivals during bottom-up passes (zeroed before each)
     uint64_t f_items;     // int32[N]: sorted position -> item index
-    uint64_t f_keys;      // uint64[N]: the sorted Morton keys (the build's input)
+    uint64_t f_keys;      // uint64[N]: the sorted Morton keys (the LBVH's input; after a CPU SAH or
+                          // median build only a grouped tree's group bits hold, unwritten without)
     uint64_t f_lowers;    // vec3[N] item boxes (wp.Bvh), or 0 for a mesh's triangles:
     uint64_t f_uppers;
     uint64_t f_points;    // vec3[]: a mesh's vertices
@@ -52,6 +54,8 @@ struct bvh_t {
     uint64_t f_tris;      // int32[3 * N]: the same in sorted order, so a leaf's run reads them in a row
     uint64_t f_group_ids;    // int32[G]: the distinct group ids, ascending (0 without groups)
     uint64_t f_group_roots;  // int32[G]: the node holding exactly each group's items
+    uint64_t f_prims;     // bvh_prim_t[N]: a CPU SAH / median build's box copy (bvh_sah.h), or 0
+    uint64_t f_tasks;     // that build's shared list of nodes to split (bvh_sah.h), or 0
     int32_t f_num_items;
     int32_t f_num_nodes;  // 2N-1: room for every node (the layout places f_count[0] of them)
     int32_t f_num_groups;
@@ -298,7 +302,7 @@ TW_FUNC void bvh_layout_serial(uint64_t id) {
     int32_t* ends = detail::bvh_i32w(b.f_ends);
     // entries (build node, node, parent node), or (-1, node) to close a node: its descendants end here.
     // Each level of the walk leaves two entries, and an LBVH is at most 96 levels deep (62-bit keys,
-    // then 32-bit positions), so 512 entries never fill.
+    // then 32-bit positions), a top-down tree about 64 + log2(N) (bvh_sah.h), so 512 never fill.
     int32_t stack[3 * 512];
     int top = 0, next = 1;
     stack[0] = 0, stack[1] = 0, stack[2] = -1, top = 1;

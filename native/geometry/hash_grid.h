@@ -2,14 +2,14 @@
 //
 // A grid id is the address (host or device, where the grid lives) of a hash_grid_t that
 // tilewarp/geometry/hash_grid.py writes after each build. Space is cut into cubic cells of edge
-// `cell_width`; the cell (x, y, z) of a point is floor(p / cell_width) per axis, clamped to int32,
+// `cell_width`; the cell (x, y, z) of a point is floor(p * (1 / cell_width)) per axis, clamped to int32,
 // and it is stored in the physical cell (x mod dim_x, y mod dim_y, z mod dim_z), so the grid covers
 // all of space with dim_x * dim_y * dim_z buckets. Points are sorted by bucket (then by group);
 // cell_starts / cell_ends delimit each bucket's run of the sorted order.
 //
 // Cells are computed in double precision from every point precision, by one function shared by the
 // build (_hash_grid_cell) and the queries: a point at distance <= r of a query point always lies in a
-// cell the query visits (floor of a monotone division is monotone), negative coordinates included
+// cell the query visits (floor of a monotone scaling is monotone), negative coordinates included
 // (floor, not truncation toward zero: NVIDIA/warp#1256). NaN goes to cell 0 and +-inf to the
 // int32 edges, for points and queries alike.
 #pragma once
@@ -38,9 +38,11 @@ struct hash_grid_query_t {
 };
 
 namespace detail {
-// floor(x / w) as an int64 within int32's range; NaN -> 0.
-TW_FUNC int64_t hash_cell(double x, double w) {
-    double c = x / w;
+// floor(x * inv_w) as an int64 within int32's range; NaN -> 0. The build and the queries both take
+// the cell this way, with inv_w = 1 / w worked out once (one division per point, not three): any
+// monotone map shared by both keeps every point within r of a query in the cells the query visits.
+TW_FUNC int64_t hash_cell(double x, double inv_w) {
+    double c = x * inv_w;
     if (!(c == c)) return 0;
 #if TW_IS_CUDA
     c = ::floor(c);
@@ -88,9 +90,10 @@ TW_FUNC void hash_span(int64_t lo, int64_t hi, int32_t dim, int32_t& first, int3
 // The bucket of point p in a grid of dims (dx, dy, dz) and cell width w (the build's sort key).
 template <typename T>
 TW_FUNC int32_t hash_grid_cell(const vec_t<3, T>& p, double w, int32_t dx, int32_t dy, int32_t dz) {
-    int32_t x = detail::wrap_cell(detail::hash_cell((double)p.c[0], w), dx);
-    int32_t y = detail::wrap_cell(detail::hash_cell((double)p.c[1], w), dy);
-    int32_t z = detail::wrap_cell(detail::hash_cell((double)p.c[2], w), dz);
+    double inv = 1.0 / w;
+    int32_t x = detail::wrap_cell(detail::hash_cell((double)p.c[0], inv), dx);
+    int32_t y = detail::wrap_cell(detail::hash_cell((double)p.c[1], inv), dy);
+    int32_t z = detail::wrap_cell(detail::hash_cell((double)p.c[2], inv), dz);
     return (z * dy + y) * dx + x;
 }
 
@@ -104,13 +107,13 @@ TW_FUNC hash_grid_query_t hash_grid_query(uint64_t id, const vec_t<3, T>& p, R r
     if (g.f_num_points <= 0) {  // nothing built: an empty query
         return q;
     }
-    double r = (double)radius, w = g.f_cell_width;
+    double r = (double)radius, inv = 1.0 / g.f_cell_width;
     int32_t* first[3] = {&q.f_x0, &q.f_y0, &q.f_z0};
     int32_t* count[3] = {&q.f_nx, &q.f_ny, &q.f_nz};
     int32_t dims[3] = {g.f_dim_x, g.f_dim_y, g.f_dim_z};
     for (int a = 0; a < 3; ++a) {
         double x = (double)p.c[a];
-        int64_t lo = detail::hash_cell(x - r, w), hi = detail::hash_cell(x + r, w);
+        int64_t lo = detail::hash_cell(x - r, inv), hi = detail::hash_cell(x + r, inv);
         if (!(x == x)) lo = hi = 0;  // a NaN query looks in cell 0, where NaN points are
         if (hi < lo) hi = lo;
         detail::hash_span(lo, hi, dims[a], *first[a], *count[a]);

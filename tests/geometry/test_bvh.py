@@ -6,6 +6,7 @@ import pytest
 import tilewarp as wp
 
 CAP = 512
+CONSTRUCTORS = ("sah", "median", "lbvh")
 
 
 @wp.kernel
@@ -60,6 +61,33 @@ def _expected(kind, L, U, a, b, radius, max_dist):
     return None  # capsules: a conservative broad phase, checked for coverage below
 
 
+def _check_tree(bvh, L, U, leaf_size):
+    """The tree the queries walk: every item in exactly one leaf of at most leaf_size items, every
+    node's box holding its children's (a leaf's: its items'), the root's the union of all, every
+    node reached once from the root, and shallow enough for the walks' stacks."""
+    lo, left, hi, right = bvh._nodes()
+    n = len(L)
+    items = bvh._tree.items.numpy()[:n]
+    seen, stack, reached = [], [(0, 0)], 0
+    while stack:
+        i, depth = stack.pop()
+        reached += 1
+        assert depth < 96
+        if left[i] < 0:
+            run = items[~left[i]:right[i]]
+            assert 1 <= len(run) <= leaf_size
+            assert np.all(lo[i] <= L[run]) and np.all(hi[i] >= U[run]), f"leaf {i}"
+            seen += run.tolist()
+            continue
+        for c in (left[i], right[i]):
+            assert np.all(lo[i] <= lo[c]) and np.all(hi[i] >= hi[c]), f"node {i}, child {c}"
+            stack.append((c, depth + 1))
+    assert reached == len(left)
+    assert sorted(seen) == list(range(n))
+    np.testing.assert_array_equal(lo[0], L.min(0))
+    np.testing.assert_array_equal(hi[0], U.max(0))
+
+
 def _run(bvh, kind, qa, qb, radius, max_dist=float("inf"), group=None, device="cpu"):
     m = len(qa)
     hits = wp.full((m, CAP), -1, dtype=int, device=device)
@@ -108,7 +136,8 @@ def test_capsule_covers_every_box_it_touches(device):
         assert set(touched) <= set(got[i])
 
 
-def test_groups_of_unequal_sizes(device):
+@pytest.mark.parametrize("constructor", CONSTRUCTORS)
+def test_groups_of_unequal_sizes(device, constructor):
     """NVIDIA/warp#1111: group roots hold exactly their group's items, whatever the group sizes."""
     rng = np.random.default_rng(4)
     sizes = [1, 2, 7, 60, 300, 5]
@@ -118,7 +147,8 @@ def test_groups_of_unequal_sizes(device):
     L, U = _boxes(rng, len(g), scale=3.0)
     for leaf in (1, 4):
         bvh = wp.Bvh(wp.array(L, dtype=wp.vec3, device=device), wp.array(U, dtype=wp.vec3, device=device),
-                     groups=wp.array(g, dtype=wp.int32, device=device), leaf_size=leaf)
+                     groups=wp.array(g, dtype=wp.int32, device=device), leaf_size=leaf, constructor=constructor)
+        _check_tree(bvh, L, U, leaf)
         lo = np.full((1, 3), -10, np.float32)
         hi = np.full((1, 3), 20, np.float32)
         for gid in ids:
@@ -167,18 +197,92 @@ def test_two_queries_alive_at_once(device):
     np.testing.assert_array_equal(counts.numpy(), overlap @ overlap.sum(1))
 
 
-def test_builds_are_deterministic(device):
+@pytest.mark.parametrize("constructor", CONSTRUCTORS)
+@pytest.mark.parametrize("n", [5000, 60000])  # 60000: the top-down builds share their work among threads
+def test_builds_are_deterministic(device, constructor, n):
     rng = np.random.default_rng(7)
-    L, U = _boxes(rng, 5000)
+    L, U = _boxes(rng, n)
     L[100:200] = L[100]  # many identical keys: ties go by position
     U[100:200] = U[100]
-    trees = [wp.Bvh(wp.array(L, dtype=wp.vec3, device=device), wp.array(U, dtype=wp.vec3, device=device))
-             for _ in range(2)]
+    trees = [wp.Bvh(wp.array(L, dtype=wp.vec3, device=device), wp.array(U, dtype=wp.vec3, device=device),
+                    constructor=constructor, leaf_size=2) for _ in range(2)]
     for a, b in zip(trees[0]._nodes(), trees[1]._nodes()):
         np.testing.assert_array_equal(a, b)
-    lo, left, hi, right = trees[0]._nodes()
-    np.testing.assert_allclose(lo[0], L.min(0))
-    np.testing.assert_allclose(hi[0], U.max(0))
+    np.testing.assert_array_equal(trees[0]._tree.items.numpy()[:n], trees[1]._tree.items.numpy()[:n])
+    _check_tree(trees[0], L, U, 2)
+
+
+def _with_duplicates(rng, n):
+    L, U = _boxes(rng, n)
+    if n >= 4:
+        dup = rng.integers(0, n, n // 4)
+        L[rng.integers(0, n, n // 4)] = L[dup]
+        U[rng.integers(0, n, n // 4)] = U[dup]
+        L, U = np.minimum(L, U), np.maximum(L, U)
+    return L, U
+
+
+@pytest.mark.parametrize("constructor", CONSTRUCTORS)
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 1000])
+@pytest.mark.parametrize("leaf_size", [1, 4])
+def test_constructors_match_brute_force(device, constructor, n, leaf_size):
+    rng = np.random.default_rng(n)
+    L, U = _with_duplicates(rng, n)
+    bvh = wp.Bvh(wp.array(L, dtype=wp.vec3, device=device), wp.array(U, dtype=wp.vec3, device=device),
+                 constructor=constructor, leaf_size=leaf_size)
+    _check_tree(bvh, L, U, leaf_size)
+    qa, qb = _boxes(rng, 100, size=1.5)
+    qa[0], qb[0] = -100.0, 100.0  # everything (n <= CAP)
+    if n > CAP:
+        qa, qb = qa[1:], qb[1:]
+    got = _run(bvh, 0, qa, qb, 0.0, device=device)
+    for i in range(len(qa)):
+        assert sorted(got[i]) == np.flatnonzero(_expected(0, L, U, qa[i], qb[i], 0, 0)).tolist(), f"query {i}"
+    bvh.rebuild("lbvh" if constructor != "lbvh" else "sah")  # another constructor, the same buffers
+    _check_tree(bvh, L, U, leaf_size)
+
+
+@pytest.mark.parametrize("constructor", CONSTRUCTORS)
+def test_all_centres_coincide(device, constructor):
+    """Nothing to split by: the top-down builds fall back to halving by count."""
+    rng = np.random.default_rng(8)
+    e = (rng.random((700, 3)) * 2 + 0.01).astype(np.float32)
+    L, U = 3.0 - e, 3.0 + e
+    bvh = wp.Bvh(wp.array(L, dtype=wp.vec3, device=device), wp.array(U, dtype=wp.vec3, device=device),
+                 constructor=constructor, leaf_size=3)
+    _check_tree(bvh, L, U, 3)
+    qa, qb = _boxes(rng, 50, scale=8.0, size=1.0)
+    got = _run(bvh, 0, qa, qb, 0.0, device=device)
+    for i in range(50):
+        assert sorted(got[i]) == np.flatnonzero(_expected(0, L, U, qa[i], qb[i], 0, 0)).tolist()
+
+
+@pytest.mark.parametrize("constructor", CONSTRUCTORS)
+def test_skewed_and_nonfinite_boxes(device, constructor):
+    """Centres spread over many orders of magnitude keep the tree shallow; NaN and infinite boxes
+    neither hang nor break a build, and every finite box is still found."""
+    rng = np.random.default_rng(9)
+    c = (rng.pareto(0.3, (3000, 3)) * np.where(rng.random((3000, 3)) < 0.5, -1, 1)).astype(np.float32)
+    c = np.clip(c, -1e30, 1e30)
+    L, U = c - 0.5, c + 0.5
+    bvh = wp.Bvh(wp.array(L, dtype=wp.vec3, device=device), wp.array(U, dtype=wp.vec3, device=device),
+                 constructor=constructor)
+    _check_tree(bvh, L, U, 1)
+    L2, U2 = L.copy(), U.copy()
+    L2[::7, 0] = np.nan
+    L2[1::7] = -np.inf
+    U2[2::7, 1] = np.inf
+    L2[3::7] = U2[3::7] = np.inf
+    bvh = wp.Bvh(wp.array(L2, dtype=wp.vec3, device=device), wp.array(U2, dtype=wp.vec3, device=device),
+                 constructor=constructor, leaf_size=4)
+    qa, qb = _boxes(rng, 50, scale=4.0, size=2.0)
+    got = _run(bvh, 0, qa, qb, 0.0, device=device)
+    bad = np.zeros(len(L2), bool)
+    bad[::7] = True  # a NaN box: whether a query meets it is the walk's business
+    for i in range(50):
+        want = _expected(0, L2, U2, qa[i], qb[i], 0, 0)
+        assert set(np.flatnonzero(want & ~bad)) <= set(got[i])
+        assert set(got[i]) <= set(np.flatnonzero(want | bad))
 
 
 def test_bad_input():

@@ -151,6 +151,80 @@ def test_rays(device):
 
 
 @wp.kernel
+def point_and_ray(mesh: wp.uint64, p: wp.array(dtype=wp.vec3), d: wp.array(dtype=wp.vec3),
+                  out: wp.array2d(dtype=float)):
+    i = wp.tid()
+    q = wp.mesh_query_point_no_sign(mesh, p[i], 1.0e6)
+    out[i, 0] = wp.length(p[i] - wp.mesh_eval_position(mesh, q.face, q.u, q.v))
+    out[i, 1] = float(q.face)
+    h = wp.mesh_query_ray(mesh, p[i], d[i], 1.0e6)
+    out[i, 2] = wp.where(h.result, h.t, -1.0)
+    out[i, 3] = float(h.face)
+    out[i, 4] = float(wp.mesh_query_ray_count_intersections(mesh, p[i], d[i]))
+
+
+@pytest.mark.parametrize("constructor", ["sah", "median"])
+@pytest.mark.parametrize("leaf_size", [1, 4])
+def test_constructors_agree(device, constructor, leaf_size):
+    """A top-down tree finds what the LBVH finds: the same ray hits (face and t), crossing counts
+    and closest distances (a point as near two faces may name either)."""
+    V, F = bumpy(7, levels=3)
+    rng = np.random.default_rng(8)
+    n = 3000
+    P = (rng.random((n, 3)) * 3.4 - 1.7).astype(np.float32)
+    D = rng.normal(size=(n, 3)).astype(np.float32)
+    D /= np.linalg.norm(D, axis=1, keepdims=True)
+    out = {}
+    for c in (constructor, "lbvh"):
+        mesh = wp.Mesh(wp.array(V, dtype=wp.vec3, device=device), wp.array(F.ravel(), dtype=wp.int32, device=device),
+                       bvh_constructor=c, bvh_leaf_size=leaf_size)
+        res = wp.zeros((n, 5), dtype=float, device=device)
+        wp.launch(point_and_ray, dim=n, inputs=[mesh.id, wp.array(P, dtype=wp.vec3, device=device),
+                                                wp.array(D, dtype=wp.vec3, device=device), res], device=device)
+        out[c] = res.numpy()
+    a, b = out[constructor], out["lbvh"]
+    np.testing.assert_allclose(a[:, 0], b[:, 0], atol=1e-6)
+    differ = a[:, 1] != b[:, 1]
+    for fa, fb in zip(a[differ, 1].astype(int), b[differ, 1].astype(int)):
+        assert set(F[fa]) & set(F[fb]), (fa, fb)  # nearest to a vertex or edge the two faces share
+    np.testing.assert_array_equal(a[:, 2:], b[:, 2:])
+    assert (a[:, 2] > 0).sum() > n // 4  # the rays do hit
+
+
+@wp.kernel
+def group_rays(mesh: wp.uint64, group: int, o: wp.array(dtype=wp.vec3), d: wp.array(dtype=wp.vec3),
+               out: wp.array2d(dtype=float)):
+    i = wp.tid()
+    root = wp.mesh_get_group_root(mesh, group)
+    out[i, 0] = float(wp.mesh_query_ray_count_intersections(mesh, o[i], d[i], root))
+    h = wp.mesh_query_ray(mesh, o[i], d[i], 1.0e6, root)
+    out[i, 1] = float(h.face)
+
+
+@pytest.mark.parametrize("constructor", ["sah", "median", "lbvh"])
+def test_group_roots(device, constructor):
+    """A group root's subtree holds exactly that group's faces (groups scattered over the mesh)."""
+    V, F = bumpy(9)
+    rng = np.random.default_rng(9)
+    g = rng.integers(-1, 3, len(F)).astype(np.int32)
+    mesh = wp.Mesh(wp.array(V, dtype=wp.vec3, device=device), wp.array(F.ravel(), dtype=wp.int32, device=device),
+                   bvh_constructor=constructor, groups=wp.array(g, dtype=wp.int32, device=device))
+    n = 60
+    O = (rng.random((n, 3)) * 4 - 2).astype(np.float32)
+    D = rng.normal(size=(n, 3)).astype(np.float32)
+    out = wp.zeros((n, 2), dtype=float, device=device)
+    for group in (-1, 0, 1, 2):
+        wp.launch(group_rays, dim=n, inputs=[mesh.id, group, wp.array(O, dtype=wp.vec3, device=device),
+                                             wp.array(D, dtype=wp.vec3, device=device), out], device=device)
+        o = out.numpy()
+        for i in range(n):
+            ts = _ray_brute(O[i].astype(np.float64), D[i].astype(np.float64), V, F)
+            hits = np.isfinite(ts) & (g == group)
+            assert o[i, 0] == hits.sum(), f"group {group}, ray {i}"
+            assert (o[i, 1] >= 0) == hits.any() and (o[i, 1] < 0 or g[int(o[i, 1])] == group)
+
+
+@wp.kernel
 def box_and_sphere(mesh: wp.uint64, lo: wp.array(dtype=wp.vec3), hi: wp.array(dtype=wp.vec3), r: float,
                    boxes: wp.array2d(dtype=int), spheres: wp.array2d(dtype=int)):
     i = wp.tid()

@@ -13,6 +13,7 @@ from ..language.structs import native_struct
 from .registry import Builtin, arity, fail, names, register
 
 HEADER = "geometry/bvh.h"
+SAH_HEADER = "geometry/bvh_sah.h"  # the CPU's SAH / median builds, included only by their kernels
 
 
 @native_struct("tw::bvh_t", HEADER, name="BvhDesc")
@@ -38,6 +39,8 @@ class BvhDesc:
     tris: T.uint64
     group_ids: T.uint64
     group_roots: T.uint64
+    prims: T.uint64
+    tasks: T.uint64
     num_items: T.int32
     num_nodes: T.int32
     num_groups: T.int32
@@ -162,4 +165,9 @@ register(
       for step, n in (("build_internal", 2), ("build_leaf", 2), ("collapse", 3), ("layout_serial", 1),
                       ("layout_count", 2), ("layout_place", 2), ("refit", 2), ("refit_sweep", 3),
                       ("group_root", 4))),
+    Builtin("_bvh_sah_prim", _internal(T.vec3, 3), "tw::bvh_sah_prim", differentiable=False, side_effect=True,
+            unify_literals=False, header=SAH_HEADER),
+    *(Builtin(f"_bvh_{step}", _internal(None, n), f"tw::bvh_{step}", differentiable=False, side_effect=True,
+              unify_literals=False, header=SAH_HEADER)
+      for step, n in (("build_sah", 5), ("build_sah_tasks", 3))),
 )

@@ -8,7 +8,10 @@ internal node from the sorted keys alone), leaves of up to ``leaf_size`` items, 
 depth-first layout the queries walk (one depth-first task on the CPU, a count and a placement pass
 on the GPU: the same layout), group roots, and a refit (on the CPU backward sweeps over runs of
 whole subtrees, in parallel; on the GPU one bottom-up launch). ``native/geometry/bvh.h`` has the
-layout. Results are deterministic: the sort is stable and ties between equal keys go by position.
+layout. On the CPU the ``sah`` (default) and ``median`` constructors replace the Morton sort and
+LBVH hierarchy with a top-down build (``native/geometry/bvh_sah.h``) writing the same build nodes;
+the steps after it are shared. Results are deterministic: the sort is stable, ties between equal
+keys go by position, and a top-down tree does not depend on which thread built which subtree.
 
 The tree's id is the address of a descriptor (``BvhDesc``) that a one-thread kernel writes, so
 builds and refits stay in stream order with no host round trip; only a grouped build reads one
@@ -30,8 +33,12 @@ _BIG = 3.0e38
 
 
 class BvhConstructor(enum.IntEnum):
-    """Warp's names for the build algorithms. Every one currently builds the parallel LBVH (on the
-    CPU too, where Warp runs a one-thread SAH build); the choice is kept for ``rebuild``."""
+    """Warp's names for the build algorithms. On the CPU, ``SAH`` (the default there) builds top down
+    with a binned surface area heuristic and ``MEDIAN`` splits each run at its median by count along
+    its widest axis (``native/geometry/bvh_sah.h``: one task per thread, sharing the nodes still to
+    split); ``LBVH`` is the parallel Morton-code build. On CUDA every
+    constructor builds the LBVH (a top-down build is serial near the root, where the GPU would idle).
+    ``CUBQL`` builds the LBVH everywhere. The choice is kept for ``rebuild``."""
 
     SAH = 0
     MEDIAN = 1
@@ -56,15 +63,20 @@ def constructor_of(value, device) -> BvhConstructor:
 
 
 @wp.kernel(enable_backward=False)
-def _scene_box(tree: wp.uint64, n: int, chunk: int, box: wp.array(dtype=wp.vec3)):
+def _scene_box(tree: wp.uint64, n: int, per_thread: int, thread_step: int, item_step: int,
+               box: wp.array(dtype=wp.vec3)):
+    # thread t folds items t * thread_step + k * item_step, k < per_thread: a run of its own on the
+    # CPU, a stride through all of them on the GPU (neighbouring threads read neighbouring items)
     t = wp.tid()
     lo = wp.vec3(_BIG)
     hi = wp.vec3(-_BIG)
-    for i in range(t * chunk, wp.min(n, (t + 1) * chunk)):
-        c = 0.5 * (wp._bvh_item_lower(tree, i) + wp._bvh_item_upper(tree, i))
-        if wp.isfinite(c[0]) and wp.isfinite(c[1]) and wp.isfinite(c[2]):
-            lo = wp.min(lo, c)
-            hi = wp.max(hi, c)
+    for k in range(per_thread):
+        i = t * thread_step + k * item_step
+        if i < n:
+            c = 0.5 * (wp._bvh_item_lower(tree, i) + wp._bvh_item_upper(tree, i))
+            if wp.isfinite(c[0]) and wp.isfinite(c[1]) and wp.isfinite(c[2]):
+                lo = wp.min(lo, c)
+                hi = wp.max(hi, c)
     wp.atomic_min(box, 0, lo)
     wp.atomic_max(box, 1, hi)
 
@@ -77,6 +89,31 @@ def _keys(tree: wp.uint64, box: wp.array(dtype=wp.vec3), groups: wp.array(dtype=
     if grouped:
         g = groups[i]
     keys[i] = wp._bvh_item_key(tree, i, box[0], box[1], g, grouped)
+
+
+@wp.kernel(enable_backward=False)
+def _sah_prims(tree: wp.uint64, n: int, chunk: int, sorted: wp.bool, box: wp.array(dtype=wp.vec3)):
+    # the build's copy of the boxes, and the bounds of their finite (doubled) centres
+    t = wp.tid()
+    lo = wp.vec3(_BIG)
+    hi = wp.vec3(-_BIG)
+    for k in range(t * chunk, wp.min(n, (t + 1) * chunk)):
+        c = wp._bvh_sah_prim(tree, k, sorted)
+        if wp.isfinite(c[0]) and wp.isfinite(c[1]) and wp.isfinite(c[2]):
+            lo = wp.min(lo, c)
+            hi = wp.max(hi, c)
+    wp.atomic_min(box, 0, lo)
+    wp.atomic_max(box, 1, hi)
+
+
+@wp.kernel(enable_backward=False)
+def _sah_start(tree: wp.uint64, box: wp.array(dtype=wp.vec3), median: wp.bool, grouped: wp.bool):
+    wp._bvh_build_sah(tree, box[0], box[1], median, grouped)
+
+
+@wp.kernel(enable_backward=False)
+def _sah_tasks(tree: wp.uint64, median: wp.bool, grouped: wp.bool):
+    wp._bvh_build_sah_tasks(tree, median, grouped)
 
 
 @wp.kernel(enable_backward=False)
@@ -176,19 +213,37 @@ def _launch(kernel, n, inputs, device):
         wp.launch(kernel, dim=n, inputs=inputs, device=device, record_tape=False)
 
 
+def _launch_spread(kernel, n, inputs, device):
+    """A launch of a few long tasks, one per thread from the start (the CPU runtime runs a launch of
+    few tasks inline until it has timed that kernel as heavy)."""
+    backend = device.backend
+    saved = backend.min_parallel_tasks
+    backend.min_parallel_tasks = 1
+    try:
+        _launch(kernel, n, inputs, device)
+    finally:
+        backend.min_parallel_tasks = saved
+
+
 #: A CPU refit splits trees of more nodes than this into runs of whole subtrees, this many per thread
 _SWEEP_SPLIT = 1 << 14
 _RUNS_PER_THREAD = 4
+#: A CPU SAH / median build of at least this many items runs one task per thread; the list of nodes
+#: they share has room for _SAH_TASKS (SAH_TASKS in bvh_sah.h)
+_SAH_PARALLEL = 1 << 14
+_SAH_TASKS = 64
 
 
 class Tree:
-    """The buffers and build of one LBVH over ``n`` items: boxes (``lowers``/``uppers`` arrays) or
+    """The buffers and build of one tree over ``n`` items: boxes (``lowers``/``uppers`` arrays) or
     triangles (``points`` and ``indices``). ``write(desc)`` stores the descriptor where the owner's
-    id points (a BVH's own one, or the head of a mesh's)."""
+    id points (a BVH's own one, or the head of a mesh's). ``constructor`` (a ``BvhConstructor``,
+    changeable between builds) picks the build; see ``BvhConstructor``."""
 
-    def __init__(self, device, n: int, leaf_size: int, write, groups=None, triangles: bool = False):
+    def __init__(self, device, n: int, leaf_size: int, write, groups=None, triangles: bool = False,
+                 constructor=BvhConstructor.LBVH):
         self.device, self.n, self.leaf_size, self.write = device, n, leaf_size, write
-        self.groups = groups
+        self.groups, self.constructor = groups, constructor
         nodes = max(2 * n - 1, 1)
         # the build writes every buffer before reading it: no zero fill on allocation. The layout's
         # nodes start 32 bytes into the buffer, so each children pair (1, 2), (3, 4), ... fills one
@@ -207,6 +262,8 @@ class Tree:
         self.keys = uninitialized(max(2 * n, 1), dtype=T.uint64, device=device)
         self.tris = uninitialized(max(3 * n, 1), dtype=T.int32, device=device) if triangles else None
         self.box = empty(2, dtype=T.vec3, device=device)
+        # the top-down build's shared list of nodes to split (sah_queue_t: 4 ints, then 12 per node)
+        self.tasks = uninitialized(4 + 12 * _SAH_TASKS, dtype=T.int32, device=device) if device.is_cpu else None
         self.group_ids = self.group_roots = None
         self.num_groups = 0
         self.sources = {}
@@ -219,6 +276,10 @@ class Tree:
         d.sizes = self.sizes.ptr if self.sizes is not None else 0
         d.remap, d.counters, d.items, d.keys = self.remap.ptr, self.counters.ptr, self.items.ptr, self.keys.ptr
         d.tris = self.tris.ptr if self.tris is not None else 0
+        # a top-down build permutes its copy of the boxes in the layout's node buffer, before the
+        # layout writes it (bvh_prim_t is 32 bytes a item, the buffer 64 bytes a item)
+        d.prims = self.nodes.ptr if self.tasks is not None else 0
+        d.tasks = self.tasks.ptr if self.tasks is not None else 0
         for name, a in self.sources.items():
             setattr(d, name, a.ptr if a is not None else 0)
         if self.group_ids is not None:
@@ -234,18 +295,18 @@ class Tree:
         n, dev = self.n, self.device
         if n == 0:
             return
-        self.box.assign([[_BIG] * 3, [-_BIG] * 3])
-        chunks = -(-n // _CHUNK)
-        _launch(_scene_box, chunks, [tree_id, n, _CHUNK, self.box], dev)
         grouped = self.groups is not None
-        groups = self.groups if grouped else self.items  # any int32 array: unread
-        _launch(_keys, n, [tree_id, self.box, groups, grouped, self.keys], dev)
-        utils.sort_order(self.keys[:n], self.items[:n], 0, 62 if grouped else 30)
-        self.build_parents.fill_(-1)
-        _launch(_internal, n - 1, [tree_id], dev)
-        _launch(_leaves, n, [tree_id], dev)
-        if self.leaf_size > 1:
-            _launch(_collapse, n - 1, [tree_id, grouped], dev)
+        top_down = dev.is_cpu and self.constructor in (BvhConstructor.SAH, BvhConstructor.MEDIAN)
+        if grouped or not top_down:  # a top-down build of groups starts from the items sorted by group
+            self._sort(tree_id, grouped)
+        if top_down:
+            self._build_top_down(tree_id, grouped)
+        else:
+            self.build_parents.fill_(-1)
+            _launch(_internal, n - 1, [tree_id], dev)
+            _launch(_leaves, n, [tree_id], dev)
+            if self.leaf_size > 1:
+                _launch(_collapse, n - 1, [tree_id, grouped], dev)
         nodes = 2 * n - 1
         if dev.is_cpu:
             _launch(_layout_serial, 1, [tree_id], dev)
@@ -257,6 +318,34 @@ class Tree:
         if grouped:
             self._group_roots(tree_id)
         self.refit(tree_id)
+
+    def _sort(self, tree_id, grouped):
+        """Items in the order of their keys: the Morton code of their centre in the scene box,
+        under the group."""
+        n, dev = self.n, self.device
+        self.box.assign([[_BIG] * 3, [-_BIG] * 3])
+        threads = -(-n // _CHUNK)
+        _launch(_scene_box, threads, [tree_id, n, _CHUNK, *([_CHUNK, 1] if dev.is_cpu else [1, threads]), self.box],
+                dev)
+        groups = self.groups if grouped else self.items  # any int32 array: unread
+        _launch(_keys, n, [tree_id, self.box, groups, grouped, self.keys], dev)
+        utils.sort_order(self.keys[:n], self.items[:n], 0, 62 if grouped else 30)
+
+    def _build_top_down(self, tree_id, grouped):
+        """The CPU's SAH or median build (bvh_sah.h): the boxes' copy and their centres' bounds, the
+        root on the list of nodes to split, then one task per thread taking nodes from that list
+        (splitting big ones, building small ones whole), and the leaves."""
+        n, dev = self.n, self.device
+        median = self.constructor == BvhConstructor.MEDIAN
+        self.box.assign([[_BIG] * 3, [-_BIG] * 3])
+        _launch(_sah_prims, -(-n // _CHUNK), [tree_id, n, _CHUNK, grouped, self.box], dev)
+        _launch(_sah_start, 1, [tree_id, self.box, median, grouped], dev)
+        threads = dev.backend.num_threads
+        if n >= _SAH_PARALLEL and threads > 1:
+            _launch_spread(_sah_tasks, threads, [tree_id, median, grouped], dev)
+        else:
+            _launch(_sah_tasks, 1, [tree_id, median, grouped], dev)
+        _launch(_leaves, n, [tree_id], dev)
 
     def _group_roots(self, tree_id):
         n, dev = self.n, self.device
@@ -372,7 +461,8 @@ class Bvh:
             raise RuntimeError("Grouped BVHs are not supported with constructor='cubql'")
         self.lowers, self.uppers, self.groups = lowers, uppers, groups
         self._desc = zeros(1, dtype=BvhDesc, device=self.device)
-        self._tree = Tree(self.device, len(lowers), check_leaf_size(leaf_size), self._write, groups)
+        self._tree = Tree(self.device, len(lowers), check_leaf_size(leaf_size), self._write, groups,
+                          constructor=self._constructor)
         self.id = self._desc.ptr
         self._tree.build(self.id, lowers=lowers, uppers=uppers)
 
@@ -391,6 +481,7 @@ class Bvh:
         """Build the tree again from the current ``lowers``/``uppers``, reusing its buffers."""
         if constructor is not None:
             self._constructor = constructor_of(constructor, self.device)
+            self._tree.constructor = self._constructor
         with cpu_capture.operation(self.device, self.rebuild):
             self._tree.build(self.id, lowers=self.lowers, uppers=self.uppers)
 

@@ -20,30 +20,34 @@ _CHUNK = 256
 
 
 @wp.kernel(enable_backward=False)
-def _inspect(points: wp.array(dtype=wp.vec3), indices: wp.array(dtype=wp.int32), chunk: int,
-             out: wp.array(dtype=wp.int32), edges: wp.array(dtype=wp.float64)):
-    # out[0]: indices outside the points, out[1]: non-finite points; edges[0]: summed edge length
+def _inspect(points: wp.array(dtype=wp.vec3), indices: wp.array(dtype=wp.int32), per_thread: int, thread_step: int,
+             item_step: int, out: wp.array(dtype=wp.int32), edges: wp.array(dtype=wp.float64)):
+    # out[0]: indices outside the points, out[1]: non-finite points; edges[0]: summed edge length. Thread
+    # t looks at items t * thread_step + k * item_step, k < per_thread: a run of its own on the CPU, a
+    # stride through all of them on the GPU (neighbouring threads read neighbouring items)
     t = wp.tid()
     bad = int(0)
     nonfinite = int(0)
     total = wp.float64(0.0)
     n = points.shape[0]
     faces = indices.shape[0] // 3
-    for f in range(t * chunk, wp.min(faces, (t + 1) * chunk)):
-        i = indices[3 * f]
-        j = indices[3 * f + 1]
-        k = indices[3 * f + 2]
-        if i < 0 or i >= n or j < 0 or j >= n or k < 0 or k >= n:
-            bad += 1
-        else:
-            a = points[i]
-            b = points[j]
-            c = points[k]
-            total += wp.float64(wp.length(b - a) + wp.length(c - b) + wp.length(a - c))
-    for p in range(t * chunk, wp.min(n, (t + 1) * chunk)):
-        q = points[p]
-        if not (wp.isfinite(q[0]) and wp.isfinite(q[1]) and wp.isfinite(q[2])):
-            nonfinite += 1
+    for k in range(per_thread):
+        f = t * thread_step + k * item_step
+        if f < faces:
+            i = indices[3 * f]
+            j = indices[3 * f + 1]
+            c = indices[3 * f + 2]
+            if i < 0 or i >= n or j < 0 or j >= n or c < 0 or c >= n:
+                bad += 1
+            else:
+                a = points[i]
+                b = points[j]
+                d = points[c]
+                total += wp.float64(wp.length(b - a) + wp.length(d - b) + wp.length(a - d))
+        if f < n:
+            q = points[f]
+            if not (wp.isfinite(q[0]) and wp.isfinite(q[1]) and wp.isfinite(q[2])):
+                nonfinite += 1
     if bad > 0:
         wp.atomic_add(out, 0, bad)
     if nonfinite > 0:
@@ -117,7 +121,8 @@ class Mesh:
         # per tree node: the dipole, area, centre and radius of its faces (the fast winding number)
         self._winding = uninitialized(max(2 * faces - 1, 1) * 8, dtype=T.float32, device=self.device) \
             if self.support_winding_number and faces else None
-        self._tree = Tree(self.device, faces, leaf_size, self._write_tree, groups, triangles=True)
+        self._tree = Tree(self.device, faces, leaf_size, self._write_tree, groups, triangles=True,
+                          constructor=self._constructor)
         self.id = self._desc.ptr
         self._tree.build(self.id, points=points, indices=indices)
         self._refit_winding()
@@ -132,8 +137,10 @@ class Mesh:
         faces = indices.size // 3
         out = zeros(2, dtype=T.int32, device=self.device)
         edges = zeros(1, dtype=T.float64, device=self.device)
-        chunks = max(-(-max(faces, points.size) // _CHUNK), 1)
-        wp.launch(_inspect, dim=chunks, inputs=[points, indices, _CHUNK, out, edges], device=self.device,
+        items = max(faces, points.size, 1)
+        threads = max(-(-items // _CHUNK), 1)
+        steps = [_CHUNK, 1] if self.device.is_cpu else [1, threads]
+        wp.launch(_inspect, dim=threads, inputs=[points, indices, _CHUNK, *steps, out, edges], device=self.device,
                   record_tape=False)
         bad, nonfinite = (int(x) for x in out.numpy())
         if bad:
