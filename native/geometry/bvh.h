@@ -32,19 +32,26 @@ struct bvh_node_t {
     int32_t right;
 };
 
-// Members f_<field> as in the Python twin (tilewarp/builtins/bvh.py: BvhDesc).
+// Members f_<field> as in the Python twin (tilewarp/builtins/bvh.py: BvhDesc). The first ones sit
+// where Warp's own tests read Warp's host BVH header through ctypes (a parent array at byte 16, -1 at
+// the root, and a node count at byte 48, here the group count): such a read walks valid parent
+// chains and fails its assertions, instead of crashing the process and the tests after it.
 struct bvh_t {
     uint64_t f_nodes;     // bvh_node_t[]: the tree the queries walk (see Layout)
-    uint64_t f_parents;   // int32[]: each node's parent there, -1 at the root
     uint64_t f_ends;      // int32[]: one past each internal node's last descendant
+    uint64_t f_parents;   // int32[]: each node's parent there, -1 at the root
     uint64_t f_count;     // int32[1]: how many nodes the layout placed
+    uint64_t f_items;     // int32[N]: sorted position -> item index
+    int32_t f_num_items;
+    int32_t f_leaf_size;
+    int32_t f_num_groups;
+    int32_t f_num_nodes;  // 2N-1: room for every node (the layout places f_count[0] of them)
     uint64_t f_links;     // int32[2 (2N-1)]: the build nodes' (left, right)
     uint64_t f_build_parents;  // int32[2N-1]: their parents, -1 at the root
     uint64_t f_ranges;    // int32[2 (2N-1)]: first and last sorted position under each build node
     uint64_t f_sizes;     // int32[2N-1]: internal nodes reachable under each build node (GPU layout)
     uint64_t f_remap;     // int32[2N-1]: build node -> node
     uint64_t f_counters;  // int32[2N-1]: arrivals during bottom-up passes (zeroed before each)
-    uint64_t f_items;     // int32[N]: sorted position -> item index
     uint64_t f_keys;      // uint64[N]: the sorted Morton keys (the LBVH's input; after a CPU SAH or
                           // median build only a grouped tree's group bits hold, unwritten without)
     uint64_t f_lowers;    // vec3[N] item boxes (wp.Bvh), or 0 for a mesh's triangles:
@@ -56,10 +63,6 @@ struct bvh_t {
     uint64_t f_group_roots;  // int32[G]: the node holding exactly each group's items
     uint64_t f_prims;     // bvh_prim_t[N]: a CPU SAH / median build's box copy (bvh_sah.h), or 0
     uint64_t f_tasks;     // that build's shared list of nodes to split (bvh_sah.h), or 0
-    int32_t f_num_items;
-    int32_t f_num_nodes;  // 2N-1: room for every node (the layout places f_count[0] of them)
-    int32_t f_num_groups;
-    int32_t f_leaf_size;
 };
 
 namespace detail {

@@ -21,16 +21,20 @@ class BvhDesc:
     """What a BVH id points to (the build writes it; kernels read it)."""
 
     nodes: T.uint64
-    parents: T.uint64
     ends: T.uint64
+    parents: T.uint64
     count: T.uint64
+    items: T.uint64
+    num_items: T.int32
+    leaf_size: T.int32
+    num_groups: T.int32
+    num_nodes: T.int32
     links: T.uint64
     build_parents: T.uint64
     ranges: T.uint64
     sizes: T.uint64
     remap: T.uint64
     counters: T.uint64
-    items: T.uint64
     keys: T.uint64
     lowers: T.uint64
     uppers: T.uint64
@@ -41,10 +45,6 @@ class BvhDesc:
     group_roots: T.uint64
     prims: T.uint64
     tasks: T.uint64
-    num_items: T.int32
-    num_nodes: T.int32
-    num_groups: T.int32
-    leaf_size: T.int32
 
 
 def _query_fields(cls):

@@ -24,6 +24,7 @@ from ..language import types as T
 from ..runtime import cpu_capture
 from ..runtime.array import array, empty, uninitialized, zeros
 from ..runtime.device import get_device
+from ..runtime.graph import saveable_capture
 
 MAX_CELLS = (1 << 31) - 1
 _VEC = {T.float16: T.vec3h, T.float32: T.vec3, T.float64: T.vec3d}
@@ -190,7 +191,7 @@ class HashGrid:
     def build(self, points: array, radius, groups: array | None = None):
         """Bucket ``points`` (an array of vec3h / vec3 / vec3d, as the grid's dtype) into cells of width
         ``radius``; with ``groups`` (int32, one per point) queries may ask for one group's points."""
-        if cpu_capture.savable(self.device):
+        if saveable_capture(self.device):
             raise NotImplementedError("HashGrid.build() cannot be used in a saveable graph capture because HashGrid "
                                       "serialization is not yet supported; use apic=False or build outside capture")
         with cpu_capture.operation(self.device, functools.partial(self.build, points, radius, groups)):

@@ -222,6 +222,7 @@ class CudaBackend:
         self._pending: set = set()            # handles launched since the last synchronisation
         self.capturing = 0                    # captures tilewarp began on this device
         self._deferred_frees: list = []       # frees held back while a capture runs
+        self._capture_allocs: set = set()     # pool blocks allocated inside the running capture
         self._blocking_cache: dict = {}
 
         # The word native launches read the current stream from (see cuda_launch.cpp).
@@ -328,12 +329,22 @@ class CudaBackend:
             raise CudaError(f"out of memory allocating {nbytes} bytes on cuda:{self.ordinal} "
                             f"({self.name}, {self.total_memory} bytes total)")
         check((err,), f"allocating {nbytes} bytes on cuda:{self.ordinal}")
+        if self.capturing and self._pool is not None:
+            self._capture_allocs.add(int(ptr))  # a graph allocation node: freed in the graph, if at all
         return int(ptr)
 
     def free(self, ptr: int):
         if not ptr:
             return
-        if self.capturing:  # a free inside a capture would become a graph node: do it afterwards
+        if self.capturing:
+            if ptr in self._capture_allocs:
+                # allocated inside this capture (a library's scratch, say): its free is a graph node
+                # too, so every replay allocates and frees it in order
+                self._capture_allocs.discard(ptr)
+                self.make_current()
+                check(_driver().cuMemFreeAsync(ptr, self.stream), "cuMemFreeAsync (in capture)")
+                return
+            # older memory the graph may still read: free it after the capture
             self._deferred_frees.append(ptr)
             return
         d = _driver()
@@ -626,6 +637,7 @@ class CudaBackend:
         finally:
             self.capturing -= 1
             if not self.capturing:
+                self._capture_allocs.clear()  # what was not freed inside belongs to the graph now
                 frees, self._deferred_frees = self._deferred_frees, []
                 for p in frees:
                     self.free(p)

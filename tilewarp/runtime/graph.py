@@ -31,6 +31,7 @@ class Graph:
         self.graph = 0
         self.graph_exec = 0
         self._external = False
+        self.apic = False  # captured to be saved (capture_save): work that cannot be saved refuses
         self.cpu_ops = None  # a CPU capture: its recorded operations (cpu_capture.py)
 
     @property
@@ -57,6 +58,11 @@ def _target(device, stream):
     return device, device.stream if device.is_cuda else None
 
 
+def saveable_capture(device) -> bool:
+    """Whether a capture meant to be saved (``apic=True``) is open on ``device``, on any stream."""
+    return any(g.apic for g in get_device(device).captures.values())
+
+
 def capture_begin(device=None, stream: Stream | None = None, force_module_load=None, external: bool = False,
                   apic: bool = False, capture_mode: CaptureMode = CaptureMode.THREAD_LOCAL):
     """Start capturing the work issued on ``stream`` (the device's current stream when None).
@@ -67,6 +73,7 @@ def capture_begin(device=None, stream: Stream | None = None, force_module_load=N
     device, stream = _target(device, stream)
     if device.is_cpu:  # work runs as issued and is recorded (cpu_capture.py)
         graph = Graph(device)
+        graph.apic = bool(apic)
         graph.cpu_ops = cpu_capture.begin(device, apic)
         device.captures["cpu"] = graph
         return
@@ -81,6 +88,7 @@ def capture_begin(device=None, stream: Stream | None = None, force_module_load=N
         backend.begin_capture(stream.cuda_stream, int(capture_mode))
     graph = Graph(device)
     graph._external = external
+    graph.apic = bool(apic)
     device.captures[stream.cuda_stream] = graph
 
 
