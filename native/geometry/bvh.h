@@ -487,16 +487,18 @@ TW_FUNC bool box_overlap(const vec_t<3, float>& lo, const vec_t<3, float>& hi, c
              a.c[2] > hi.c[2] || b.c[2] < lo.c[2]);
 }
 
-// Entry distance of the ray into [lo, hi] within [0, max_t], or a negative value on a miss.
+// Entry distance of the ray into [lo, hi] within [0, max_t], or -1 on a miss; `inv` from
+// reciprocal(). Branch-free: a direction component of zero has inv = +inf, so a slab the ray lies in
+// gives (lo - o) * inv and (hi - o) * inv of -inf / +inf, or NaN (0 * inf) where the origin is on a
+// face; the operand order below makes fmin_ / fmax_ drop such a NaN, so the slab then constrains
+// nothing, as it should (the ray stays inside it), and a ray outside the slab gets an empty range.
 TW_FUNC float ray_box(const vec_t<3, float>& o, const vec_t<3, float>& inv, const vec_t<3, float>& lo,
                       const vec_t<3, float>& hi, float max_t) {
     float t0 = 0.0f, t1 = max_t;
     for (int k = 0; k < 3; ++k) {
         float a = (lo.c[k] - o.c[k]) * inv.c[k], b = (hi.c[k] - o.c[k]) * inv.c[k];
-        if (a > b) { float t = a; a = b; b = t; }
-        if (!(a == a)) a = -3.402823466e+38f;  // 0 * inf: the ray lies in the slab's plane
-        if (!(b == b)) b = 3.402823466e+38f;
-        t0 = fmax_(t0, a), t1 = fmin_(t1, b);
+        // fmin_(x, y) keeps x when y is NaN, and a NaN x lands in t0 / t1's second operand, dropped
+        t0 = fmax_(t0, fmin_(a, b)), t1 = fmin_(t1, fmax_(b, a));
     }
     return t0 <= t1 ? t0 : -1.0f;
 }
@@ -528,8 +530,13 @@ TW_FUNC bool query_hits(const bvh_query_t& q, const vec_t<3, float>& lo, const v
     }
 }
 
+// 1 / d for ray_box, with +inf for a zero component of either sign (ray_box's NaN handling
+// assumes a positive infinity there).
 TW_FUNC vec_t<3, float> reciprocal(const vec_t<3, float>& d) {
-    return vec_t<3, float>(1.0f / d.c[0], 1.0f / d.c[1], 1.0f / d.c[2]);
+    vec_t<3, float> inv;
+    const float inf = detail::bits_f32(0x7f800000u);
+    for (int k = 0; k < 3; ++k) inv.c[k] = d.c[k] != 0.0f ? 1.0f / d.c[k] : inf;
+    return inv;
 }
 
 TW_FUNC bvh_query_t bvh_query(uint64_t id, int kind, const vec_t<3, float>& a, const vec_t<3, float>& b,

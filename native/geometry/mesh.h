@@ -207,49 +207,27 @@ TW_FUNC bool ray_triangle(const v3f& o, const v3f& d, const v3f& a, const v3f& b
     return true;
 }
 
-// 1 / d for the walk's box tests, with a zero component made FLT_MAX of its sign: a box face the ray
-// lies in then gives 0 instead of 0 * inf = NaN, so the slab test needs no NaN checks.
-TW_FUNC v3f ray_inverse(const v3f& d) {
-    v3f inv;
-    for (int k = 0; k < 3; ++k) {
-        float r = 1.0f / d.c[k];  // +-inf for +-0
-        inv.c[k] = d.c[k] != 0.0f ? r : (r < 0.0f ? -3.402823466e+38f : 3.402823466e+38f);
-    }
-    return inv;
-}
-
-// Entry distance of the ray into [lo, hi] within [0, max_t], or -1 on a miss; branch-free with
-// ray_inverse's reciprocals (a conservative test: the triangle tests are exact).
-TW_FUNC float ray_box_fast(const v3f& o, const v3f& inv, const v3f& lo, const v3f& hi, float max_t) {
-    float t0 = 0.0f, t1 = max_t;
-    for (int k = 0; k < 3; ++k) {
-        float a = (lo.c[k] - o.c[k]) * inv.c[k], b = (hi.c[k] - o.c[k]) * inv.c[k];
-        t0 = fmax_(t0, fmin_(a, b)), t1 = fmin_(t1, fmax_(a, b));
-    }
-    return t0 <= t1 ? t0 : -1.0f;
-}
-
 TW_FUNC ray_hit_t mesh_ray(const mesh_t& m, const v3f& o, const v3f& d, float max_t, int32_t root, int mode) {
     ray_hit_t hit = {-1, max_t, 0.0f, 0.0f, 0.0f, v3f(), 0};
     const bvh_t& b = m.f_bvh;
     if (b.f_num_items == 0) return hit;
     const bvh_node_t* nodes = bvh_nodes(b);
-    v3f inv = ray_inverse(d);
+    v3f inv = reciprocal(d);
     // each stacked node carries its entry distance: a pop beyond the closest hit so far is skipped;
     // pushes are unconditional writes with a conditional count, nearer child on top
     int32_t stack[MESH_STACK];
     float entry[MESH_STACK];
     int top = 0;
     int32_t start = root < 0 ? 0 : root;
-    float t0 = ray_box_fast(o, inv, nodes[start].lower, nodes[start].upper, hit.t);
+    float t0 = ray_box(o, inv, nodes[start].lower, nodes[start].upper, hit.t);
     stack[0] = start, entry[0] = t0, top = t0 >= 0.0f;
     while (top > 0) {
         --top;
         if (entry[top] > hit.t) continue;
         const bvh_node_t& node = nodes[stack[top]];
         if (node.left >= 0) {
-            float tl = ray_box_fast(o, inv, nodes[node.left].lower, nodes[node.left].upper, hit.t);
-            float tr = ray_box_fast(o, inv, nodes[node.right].lower, nodes[node.right].upper, hit.t);
+            float tl = ray_box(o, inv, nodes[node.left].lower, nodes[node.left].upper, hit.t);
+            float tr = ray_box(o, inv, nodes[node.right].lower, nodes[node.right].upper, hit.t);
             // a miss is -1: the nearer hit child goes on top
             bool left_first = tl >= 0.0f && (tr < 0.0f || tl <= tr);
             int32_t first = left_first ? node.left : node.right, second = left_first ? node.right : node.left;

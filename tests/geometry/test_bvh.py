@@ -299,3 +299,26 @@ def test_bad_input():
         wp.Bvh(a, a, groups=wp.zeros(3, dtype=wp.int32))
     with pytest.raises(TypeError, match="wp.array"):
         wp.Bvh(np.zeros((4, 3), np.float32), a)
+
+
+@wp.kernel
+def _ray_hits_box(bvh: wp.uint64, starts: wp.array(dtype=wp.vec3), dirs: wp.array(dtype=wp.vec3),
+                  out: wp.array(dtype=int)):
+    i = wp.tid()
+    for item in wp.bvh_query_ray(bvh, starts[i], dirs[i]):
+        out[i] += item + 1
+
+
+def test_rays_along_box_faces(device):
+    """A ray parallel to a slab (a zero direction component, +0 or -0) whose origin lies on that slab's
+    face still finds the box: the slab constrains nothing then."""
+    bvh = wp.Bvh(wp.array([[0.0, 0.0, 0.0]], dtype=wp.vec3, device=device),
+                 wp.array([[2.0, 2.0, 0.0]], dtype=wp.vec3, device=device))
+    starts = [[2, 1, 1], [0, 1, 1], [1, 2, 1], [1, 0, 1], [2, 2, 1], [0, 0, 1]]
+    rows = [(p, (z, z, -1.0)) for z in (0.0, -0.0) for p in starts]
+    rows += [([3, 1, 1], (0.0, 0.0, -1.0)), ([1, -1, 1], (-0.0, -0.0, -1.0))]  # beside the box: misses
+    s = wp.array(np.array([r[0] for r in rows], np.float32), dtype=wp.vec3, device=device)
+    d = wp.array(np.array([r[1] for r in rows], np.float32), dtype=wp.vec3, device=device)
+    out = wp.zeros(len(rows), dtype=int, device=device)
+    wp.launch(_ray_hits_box, dim=len(rows), inputs=[bvh.id, s, d, out], device=device)
+    np.testing.assert_array_equal(out.numpy(), [1] * (len(rows) - 2) + [0, 0])

@@ -373,6 +373,36 @@ def test_points_setter_refits(device):
         mesh.points = wp.zeros(3, dtype=wp.vec3, device=device)
 
 
+@wp.kernel
+def _slab_rays(mesh: wp.uint64, starts: wp.array(dtype=wp.vec3), dirs: wp.array(dtype=wp.vec3),
+               out: wp.array(dtype=wp.vec3i)):
+    i = wp.tid()
+    h = wp.mesh_query_ray(mesh, starts[i], dirs[i], 10.0)
+    out[i] = wp.vec3i(wp.where(h.result, 1, 0), wp.where(wp.mesh_query_ray_anyhit(mesh, starts[i], dirs[i], 10.0), 1, 0),
+                      wp.mesh_query_ray_count_intersections(mesh, starts[i], dirs[i]))
+
+
+@pytest.mark.parametrize("constructor", ["sah", "median", "lbvh"])
+def test_rays_along_box_faces(device, constructor):
+    """Rays whose direction has zero components (of either sign) and whose origin lies on a face of the
+    tree's boxes hit: the slab the ray lies in must constrain nothing (NVIDIA/warp's parallel-slab case,
+    with -0 too)."""
+    verts = np.array([[0, 0, 0], [2, 0, 0], [2, 2, 0], [0, 2, 0]], dtype=np.float32)
+    mesh = wp.Mesh(points=wp.array(verts, dtype=wp.vec3, device=device),
+                   indices=wp.array([0, 1, 2, 0, 2, 3], dtype=wp.int32, device=device), bvh_constructor=constructor)
+    starts = np.array([[2, 1, 1], [0, 1, 1], [1, 2, 1], [1, 0, 1], [1, 1, 1], [2, 2, 1], [0, 0, 1]], np.float32)
+    rows = []
+    for zero in (0.0, -0.0):
+        rows += [(s, (zero, zero, -1.0)) for s in starts]
+    s = wp.array(np.array([r[0] for r in rows]), dtype=wp.vec3, device=device)
+    d = wp.array(np.array([r[1] for r in rows], np.float32), dtype=wp.vec3, device=device)
+    out = wp.zeros(len(rows), dtype=wp.vec3i, device=device)
+    wp.launch(_slab_rays, dim=len(rows), inputs=[mesh.id, s, d, out], device=device)
+    got = out.numpy()
+    assert got[:, :2].all(), got  # every ray hits (a corner or edge ray may cross both triangles)
+    assert (got[:, 2] >= 1).all(), got
+
+
 def test_bad_input():
     pts = wp.array(np.eye(3, dtype=np.float32), dtype=wp.vec3)
     with pytest.raises(RuntimeError, match="whole triangles"):
