@@ -71,22 +71,18 @@ struct face_t {
     v3f p[3];
 };
 
-TW_FUNC face_t mesh_face(const mesh_t& m, int32_t f) {
+// The face whose three vertex indices are at idx.
+TW_FUNC face_t face_at(const mesh_t& m, const int32_t* idx) {
     face_t t;
-    const int32_t* idx = bvh_i32(m.f_bvh.f_indices) + 3 * f;
     const v3f* pts = bvh_vec3(m.f_bvh.f_points);
     for (int k = 0; k < 3; ++k) t.i[k] = idx[k], t.p[k] = pts[idx[k]];
     return t;
 }
 
+TW_FUNC face_t mesh_face(const mesh_t& m, int32_t f) { return face_at(m, bvh_i32(m.f_bvh.f_indices) + 3 * f); }
+
 // The face at sorted position k (a leaf's run), from the tree's sorted copy of the triangles.
-TW_FUNC face_t mesh_face_sorted(const mesh_t& m, int32_t k) {
-    face_t t;
-    const int32_t* idx = bvh_i32(m.f_bvh.f_tris) + 3 * k;
-    const v3f* pts = bvh_vec3(m.f_bvh.f_points);
-    for (int j = 0; j < 3; ++j) t.i[j] = idx[j], t.p[j] = pts[idx[j]];
-    return t;
-}
+TW_FUNC face_t mesh_face_sorted(const mesh_t& m, int32_t k) { return face_at(m, bvh_i32(m.f_bvh.f_tris) + 3 * k); }
 
 // Faces whose area is negligible next to their edges have no defined closest point or normal.
 TW_FUNC bool degenerate(const face_t& t) {

@@ -62,6 +62,14 @@ def constructor_of(value, device) -> BvhConstructor:
     return BvhConstructor.from_str(value)
 
 
+@wp.func
+def _grown(lo: wp.vec3, hi: wp.vec3, c: wp.vec3):
+    # [lo, hi] grown to hold c; a NaN or infinite centre is left out of the scene box
+    if wp.isfinite(c[0]) and wp.isfinite(c[1]) and wp.isfinite(c[2]):
+        return wp.min(lo, c), wp.max(hi, c)
+    return lo, hi
+
+
 @wp.kernel(enable_backward=False)
 def _scene_box(tree: wp.uint64, n: int, per_thread: int, thread_step: int, item_step: int,
                box: wp.array(dtype=wp.vec3)):
@@ -73,10 +81,7 @@ def _scene_box(tree: wp.uint64, n: int, per_thread: int, thread_step: int, item_
     for k in range(per_thread):
         i = t * thread_step + k * item_step
         if i < n:
-            c = 0.5 * (wp._bvh_item_lower(tree, i) + wp._bvh_item_upper(tree, i))
-            if wp.isfinite(c[0]) and wp.isfinite(c[1]) and wp.isfinite(c[2]):
-                lo = wp.min(lo, c)
-                hi = wp.max(hi, c)
+            lo, hi = _grown(lo, hi, 0.5 * (wp._bvh_item_lower(tree, i) + wp._bvh_item_upper(tree, i)))
     wp.atomic_min(box, 0, lo)
     wp.atomic_max(box, 1, hi)
 
@@ -98,10 +103,7 @@ def _sah_prims(tree: wp.uint64, n: int, chunk: int, sorted: wp.bool, box: wp.arr
     lo = wp.vec3(_BIG)
     hi = wp.vec3(-_BIG)
     for k in range(t * chunk, wp.min(n, (t + 1) * chunk)):
-        c = wp._bvh_sah_prim(tree, k, sorted)
-        if wp.isfinite(c[0]) and wp.isfinite(c[1]) and wp.isfinite(c[2]):
-            lo = wp.min(lo, c)
-            hi = wp.max(hi, c)
+        lo, hi = _grown(lo, hi, wp._bvh_sah_prim(tree, k, sorted))
     wp.atomic_min(box, 0, lo)
     wp.atomic_max(box, 1, hi)
 
