@@ -29,6 +29,15 @@ from ..runtime import cpu_capture
 from ..runtime.array import array, empty, uninitialized, zeros
 
 _CHUNK = 256  # items one thread folds into the scene box (then one atomic per chunk)
+
+
+def fold_plan(items: int, device) -> tuple:
+    """``(threads, [per_thread, thread_step, item_step])`` for a kernel folding ``items`` items,
+    ``_CHUNK`` per thread, then one atomic each: thread t takes items t * thread_step + k *
+    item_step, a run of its own on the CPU, a stride through all of them on the GPU (neighbouring
+    threads read neighbouring items)."""
+    threads = max(-(-items // _CHUNK), 1)
+    return threads, [_CHUNK, *([_CHUNK, 1] if device.is_cpu else [1, threads])]
 _BIG = 3.0e38
 
 
@@ -73,8 +82,7 @@ def _grown(lo: wp.vec3, hi: wp.vec3, c: wp.vec3):
 @wp.kernel(enable_backward=False)
 def _scene_box(tree: wp.uint64, n: int, per_thread: int, thread_step: int, item_step: int,
                box: wp.array(dtype=wp.vec3)):
-    # thread t folds items t * thread_step + k * item_step, k < per_thread: a run of its own on the
-    # CPU, a stride through all of them on the GPU (neighbouring threads read neighbouring items)
+    # thread t folds items t * thread_step + k * item_step, k < per_thread (fold_plan)
     t = wp.tid()
     lo = wp.vec3(_BIG)
     hi = wp.vec3(-_BIG)
@@ -326,9 +334,8 @@ class Tree:
         under the group."""
         n, dev = self.n, self.device
         self.box.assign([[_BIG] * 3, [-_BIG] * 3])
-        threads = -(-n // _CHUNK)
-        _launch(_scene_box, threads, [tree_id, n, _CHUNK, *([_CHUNK, 1] if dev.is_cpu else [1, threads]), self.box],
-                dev)
+        threads, steps = fold_plan(n, dev)
+        _launch(_scene_box, threads, [tree_id, n, *steps, self.box], dev)
         groups = self.groups if grouped else self.items  # any int32 array: unread
         _launch(_keys, n, [tree_id, self.box, groups, grouped, self.keys], dev)
         utils.sort_order(self.keys[:n], self.items[:n], 0, 62 if grouped else 30)

@@ -14,17 +14,14 @@ from ..builtins.mesh import MeshDesc
 from ..language import types as T
 from ..runtime import cpu_capture
 from ..runtime.array import array, uninitialized, zeros
-from .bvh import BvhConstructor, Tree, check_groups, check_leaf_size, constructor_of
-
-_CHUNK = 256
+from .bvh import BvhConstructor, Tree, check_groups, check_leaf_size, constructor_of, fold_plan
 
 
 @wp.kernel(enable_backward=False)
 def _inspect(points: wp.array(dtype=wp.vec3), indices: wp.array(dtype=wp.int32), per_thread: int, thread_step: int,
              item_step: int, out: wp.array(dtype=wp.int32), edges: wp.array(dtype=wp.float64)):
     # out[0]: indices outside the points, out[1]: non-finite points; edges[0]: summed edge length. Thread
-    # t looks at items t * thread_step + k * item_step, k < per_thread: a run of its own on the CPU, a
-    # stride through all of them on the GPU (neighbouring threads read neighbouring items)
+    # t looks at items t * thread_step + k * item_step, k < per_thread (bvh.fold_plan)
     t = wp.tid()
     bad = int(0)
     nonfinite = int(0)
@@ -137,10 +134,8 @@ class Mesh:
         faces = indices.size // 3
         out = zeros(2, dtype=T.int32, device=self.device)
         edges = zeros(1, dtype=T.float64, device=self.device)
-        items = max(faces, points.size, 1)
-        threads = max(-(-items // _CHUNK), 1)
-        steps = [_CHUNK, 1] if self.device.is_cpu else [1, threads]
-        wp.launch(_inspect, dim=threads, inputs=[points, indices, _CHUNK, *steps, out, edges], device=self.device,
+        threads, steps = fold_plan(max(faces, points.size), self.device)
+        wp.launch(_inspect, dim=threads, inputs=[points, indices, *steps, out, edges], device=self.device,
                   record_tape=False)
         bad, nonfinite = (int(x) for x in out.numpy())
         if bad:
