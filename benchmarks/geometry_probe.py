@@ -56,8 +56,18 @@ def main():
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--bits", default="", help="comma-separated GPU radix digit widths to compare (totals only)")
+    ap.add_argument("--once", action="store_true",
+                    help="build each object twice, untimed (a target for Nsight Compute's per-kernel times)")
+    ap.add_argument("--cprofile", action="store_true",
+                    help="the host's side of 20 hash-grid and 20 mesh builds under cProfile (after a warm build)")
+    ap.add_argument("--sections", action="store_true",
+                    help="the host's time in each step of a hash-grid and a mesh build (inclusive, no added syncs)")
     args = ap.parse_args()
     dev = args.device
+    if args.sections:
+        return sections(dev)
+    if args.once or args.cprofile:
+        return once(dev, args.cprofile)
     rng = np.random.default_rng(1)
     m = 1 << 20 if dev != "cpu" else 1 << 18
     dims = int(round(m ** (1 / 3)))
@@ -88,6 +98,96 @@ def main():
                 wp.synchronize()
                 best.append(time.perf_counter() - t)
             print(f"   {bits}-bit digits: {label} {min(best) * 1e3:.3f} ms")
+
+
+def sections(dev, builds=50):
+    """Host time per build step, inclusive (a step that waits for the GPU shows the wait), and how many
+    launches, fills and allocations a build makes."""
+    from tilewarp.geometry import bvh, hash_grid, mesh
+    from tilewarp.runtime import array as arrays
+    spent = collections.defaultdict(float)
+    patched = []
+
+    def wrap(owner, name, label):
+        f = getattr(owner, name)
+
+        def call(*a, **k):
+            t = time.perf_counter()
+            try:
+                return f(*a, **k)
+            finally:
+                spent[label] += time.perf_counter() - t
+        setattr(owner, name, call)
+        patched.append((owner, name, f))
+
+    for owner, name in ((mesh.Mesh, "_validate"), (bvh.Tree, "__init__"), (bvh.Tree, "_sort"), (bvh.Tree, "refit"),
+                        (bvh.Tree, "build"), (mesh.Mesh, "__init__"), (wp.utils, "sort_order"),
+                        (wp.utils, "_scan_rows"), (hash_grid.HashGrid, "build"), (wp, "launch"),
+                        (arrays.array, "zero_"), (arrays.array, "fill_"), (arrays.array, "numpy")):
+        wrap(owner, name, f"{getattr(owner, '__name__', owner)}.{name}")
+    for name in ("uninitialized", "empty", "zeros"):
+        for owner in (arrays, bvh, mesh, wp.utils):
+            if hasattr(owner, name):
+                wrap(owner, name, f"alloc:{name}")
+    calls = collections.Counter()
+    launch = wp.launch
+    try:
+        once(dev)
+        rng = np.random.default_rng(1)
+        particles = wp.array(rng.random((1 << 20, 3)).astype(np.float32) * 2.0, dtype=wp.vec3, device=dev)
+        grid = wp.HashGrid(128, 128, 128, device=dev)
+        points, indices = terrain(708)
+        pts = wp.array(points, dtype=wp.vec3, device=dev)
+        idx = wp.array(indices, dtype=wp.int32, device=dev)
+        for label, fn in (("hash grid build", lambda: grid.build(particles, 0.04)),
+                          ("mesh build", lambda: wp.Mesh(points=pts, indices=idx))):
+            fn()
+            wp.synchronize()
+            spent.clear()
+            t = time.perf_counter()
+            for _ in range(builds):
+                fn()
+            host = time.perf_counter() - t
+            wp.synchronize()
+            total = time.perf_counter() - t
+            print(f"-- {label}: {host / builds * 1e3:.3f} ms host a build, {total / builds * 1e3:.3f} ms with the "
+                  f"last sync")
+            for k, v in sorted(spent.items(), key=lambda kv: -kv[1]):
+                print(f"   {k:40s} {v / builds * 1e3:8.3f} ms")
+    finally:
+        for owner, name, f in reversed(patched):
+            setattr(owner, name, f)
+    del calls, launch
+
+
+def once(dev, profile=False):
+    """Two hash-grid builds and two mesh builds (the first compiles), nothing else launched; with
+    ``profile``, then 20 of each under cProfile (the host's time: Python, driver calls, waits)."""
+    rng = np.random.default_rng(1)
+    g = rng.random((1 << 20, 3)).astype(np.float32) * 2.0
+    particles = wp.array(g, dtype=wp.vec3, device=dev)
+    grid = wp.HashGrid(128, 128, 128, device=dev)
+    points, indices = terrain(708)
+    pts = wp.array(points, dtype=wp.vec3, device=dev)
+    idx = wp.array(indices, dtype=wp.int32, device=dev)
+    for _ in range(2):
+        grid.build(particles, 0.04)
+        wp.Mesh(points=pts, indices=idx)
+    wp.synchronize()
+    if profile:
+        import cProfile
+        import pstats
+        for label, fn in (("hash grid build", lambda: grid.build(particles, 0.04)),
+                          ("mesh build", lambda: wp.Mesh(points=pts, indices=idx))):
+            prof = cProfile.Profile()
+            t = time.perf_counter()
+            prof.enable()
+            for _ in range(20):
+                fn()
+            prof.disable()
+            wp.synchronize()
+            print(f"-- {label}: {(time.perf_counter() - t) / 20 * 1e3:.3f} ms a build (host, profiled)")
+            pstats.Stats(prof).sort_stats("tottime").print_stats(25)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@
 #             programs on cuda:0 (needs .warpfiles: a copy of warp-lang's warp/examples and warp/tests, and
 #             of ../shared/warp_suite; ignored by git, carried)
 #   geosuite  Warp's geometry tests against tilewarp (cpu + cuda:0), from .warpfiles
+#   geoprof   the GPU hash-grid and mesh builds launch by launch (host-timed), and Nsight Compute's kernel times
 #   geotests  tests/geometry and tests/runtime/test_utils.py on cuda:0
 #   geobench  the geometry benchmark rows (side by side with warp-lang after `joinwarp`)
 #   geoexamples  Warp's geometry example programs on cuda:0, from .warpfiles
@@ -230,6 +231,11 @@ EOF
     MODS=tilewarp; [ -n "$WITH_WARP" ] && MODS=tilewarp,warp
     timeout 280 python -m benchmarks --device cuda:0 --modules $MODS --only geometry 2>&1 | tee "$OUT/bench_geometry.txt" \
       | grep -v "^Module\|^Warp\|^   " ;;
+  geoprof)  # where the GPU builds' time goes: per-launch host timing, then Nsight Compute's kernel durations
+    timeout 150 python -m benchmarks.geometry_probe --device cuda:0 2>&1 | tee "$OUT/geo_probe.txt"
+    timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum --csv python -m benchmarks.geometry_probe \
+      --device cuda:0 --once > "$OUT/geo_ncu.csv" 2> "$OUT/geo_ncu.err"
+    python benchmarks/ncu_summary.py "$OUT/geo_ncu.csv" | tee "$OUT/geo_ncu.txt" ;;
   geotests)  # tests/geometry and the utilities' sorts on cuda:0 (one pytest per file, 8 at a time)
     (ls tests/geometry/test_*.py; echo tests/runtime/test_utils.py) | xargs -P 8 -I{} sh -c 'f=$(basename {} .py); \
       TILEWARP_TEST_DEVICES=cuda:0 timeout 300 python -m pytest -q -p no:cacheprovider --tb=short {} \

@@ -11,8 +11,9 @@ scans are blocked (block totals, their exclusive scan, then a tile scan of each 
 sorts are LSD radix sorts: per digit a histogram per chunk of elements, an exclusive scan of the
 digit-major histogram (so each (digit, chunk) gets its first slot), then a stable scatter. On the CPU
 the chunks are few and large, one task counts and scatters each in order, over 11-bit digits; on the
-GPU a chunk is a warp's 32 elements, each ranked among its warp's equal digits by a lane vote
-(``wp._lane_digit_rank``), over 8-bit digits, with no atomics and every element a thread.
+GPU a chunk is a block's 256 elements, each ranked among the block's equal digits (``wp._lane_digit_rank``:
+a lane vote per warp, the warps' counts in shared memory), over 8-bit digits, with no atomics and
+every element a thread.
 """
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ REDUCE_CHUNK = 256   # elements one thread adds up per reduction level
 SCAN_TILE = 1024     # elements one block scans
 SCAN_BLOCK = 256     # lanes of a scan block
 RADIX_BITS_CPU = 11  # bits per radix sort pass on the CPU (a histogram of 2048 counts per chunk) ...
-RADIX_BITS_GPU = 8   # ... and on the GPU (256 counts per warp of elements)
+RADIX_BITS_GPU = 8   # ... and on the GPU (256 counts per block of elements) ...
+RADIX_GROUP = 256    # ... whose blocks hold this many (at most 256: lanes.h's lane_digit_rank)
 _CPU_DIGITS = 1 << RADIX_BITS_CPU  # the CPU kernels' local digit tables
 RADIX_CHUNKS_PER_THREAD = 4  # CPU: chunks (tasks) per pool thread
 RADIX_MIN_CHUNK = 4096       # CPU: elements a chunk holds at least
@@ -344,31 +346,37 @@ def _radix_scatter(keys: wp.array(dtype=Any), idx: _Int32s, keys_out: wp.array(d
 
 
 @wp.kernel(enable_backward=False)
-def _radix_lane_count(keys: wp.array(dtype=Any), hist: _Int32s, chunks: int, shift: Any, mask: Any, sign: Any,
-                      flip_pos: Any, flip_neg: Any):
-    # GPU: a warp's 32 elements are a chunk; the first lane holding each digit writes its count
+def _radix_lane_count(keys: wp.array(dtype=Any), hist: _Int32s, n: int, group: int, chunks: int, shift: Any,
+                      mask: Any, sign: Any, flip_pos: Any, flip_neg: Any):
+    # GPU: a block's `group` elements are a chunk; the first task holding each digit writes its count.
+    # Padding tasks (i >= n) take part in the block's rank without a digit
     i = wp.tid()
-    d = _digit(keys[i], shift, mask, sign, flip_pos, flip_neg)
+    d = int(-1)
+    if i < n:
+        d = _digit(keys[i], shift, mask, sign, flip_pos, flip_neg)
     r = wp._lane_digit_rank(d)
-    if r[0] == 0:
-        hist[d * chunks + i // wp._lane_width()] = r[1]
+    if d >= 0 and r[0] == 0:
+        hist[d * chunks + i // group] = r[1]
 
 
 @wp.kernel(enable_backward=False)
 def _radix_lane_scatter(keys: wp.array(dtype=Any), idx: _Int32s, keys_out: wp.array(dtype=Any), idx_out: _Int32s,
-                        slots: _Int32s, chunks: int, first: int, shift: Any, mask: Any, sign: Any, flip_pos: Any,
-                        flip_neg: Any):
-    # GPU: every element goes to its (digit, chunk) slot plus its rank among the warp's equal digits
+                        slots: _Int32s, n: int, group: int, chunks: int, first: int, shift: Any, mask: Any,
+                        sign: Any, flip_pos: Any, flip_neg: Any):
+    # GPU: every element goes to its (digit, chunk) slot plus its rank among the block's equal digits
     i = wp.tid()
-    k = keys[i]
-    d = _digit(k, shift, mask, sign, flip_pos, flip_neg)
+    k = keys[wp.min(i, n - 1)]
+    d = int(-1)
+    if i < n:
+        d = _digit(k, shift, mask, sign, flip_pos, flip_neg)
     r = wp._lane_digit_rank(d)
-    p = slots[d * chunks + i // wp._lane_width()] + r[0]
-    keys_out[p] = k
-    if first:
-        idx_out[p] = i
-    else:
-        idx_out[p] = idx[i]
+    if d >= 0:
+        p = slots[d * chunks + i // group] + r[0]
+        keys_out[p] = k
+        if first:
+            idx_out[p] = i
+        else:
+            idx_out[p] = idx[i]
 
 
 @wp.kernel(enable_backward=False)
@@ -391,9 +399,10 @@ def _radix_passes(keys: array, begin: int, end: int, kind: str, lanes: bool | No
     ``lanes``: rank by warp lanes (the GPU's way; the default there) rather than by chunk tasks."""
     n, device, utype = keys.size, keys.device, keys.dtype
     lanes = not device.is_cpu if lanes is None else lanes
-    if lanes:
-        bits, width = RADIX_BITS_GPU, 32 if not device.is_cpu else 1
-        chunks = -(-n // width)
+    if lanes:  # a block of RADIX_GROUP tasks is a chunk (one task on the CPU); tasks padded to whole blocks
+        bits, group = RADIX_BITS_GPU, RADIX_GROUP if not device.is_cpu else 1
+        chunks = -(-n // group)
+        tasks = chunks * group
     else:
         bits = RADIX_BITS_CPU
         threads = device.backend.num_threads if device.is_cpu else 1
@@ -410,13 +419,15 @@ def _radix_passes(keys: array, begin: int, end: int, kind: str, lanes: bool | No
         src, dst = p % 2, 1 - p % 2
         hist.zero_()
         if lanes:
-            _launch(_radix_lane_count, n, [bufs[src], hist, chunks, *digit], device)
+            wp.launch(_radix_lane_count, dim=tasks, inputs=[bufs[src], hist, n, group, chunks, *digit], device=device,
+                      block_dim=RADIX_GROUP, record_tape=False)
         else:
             _launch(_radix_count, chunks, [bufs[src], hist, n, chunk, chunks, *digit], device)
         _scan_rows(_rows(hist), _rows(hist), False)
         if lanes:
-            inputs = [bufs[src], idx[src], bufs[dst], idx[dst], hist, chunks, int(p == 0), *digit]
-            _launch(_radix_lane_scatter, n, inputs, device)
+            inputs = [bufs[src], idx[src], bufs[dst], idx[dst], hist, n, group, chunks, int(p == 0), *digit]
+            wp.launch(_radix_lane_scatter, dim=tasks, inputs=inputs, device=device, block_dim=RADIX_GROUP,
+                      record_tape=False)
         else:
             inputs = [bufs[src], idx[src], bufs[dst], idx[dst], hist, n, chunk, chunks, int(p == 0), *digit]
             _launch(_radix_scatter, chunks, inputs, device)

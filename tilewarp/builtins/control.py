@@ -135,10 +135,19 @@ def _lane_rank(args, template):
     return T.vec2i
 
 
-def _lane_width(args, template):
+def _lane_fold(args, template):
+    if len(args) != 1 or not (T.is_scalar(args[0]) or T.is_vector(args[0])) or T.scalar_of(args[0]) not in _FOLDED:
+        fail(f"expects one int32/int64/float32/float64 scalar or vector, got ({names(args)})")
+    return args[0]
+
+
+def _lane_leader(args, template):
     if args:
         fail(f"takes no arguments, got ({names(args)})")
-    return T.int32
+    return T.bool_
+
+
+_FOLDED = (T.int32, T.int64, T.float32, T.float64)
 
 
 def _host_printf(fmt, *args):
@@ -160,8 +169,12 @@ register(
             emit=lambda a, t: f"tw::get<{t[0]}>({a[0]})", adjoint_emit=_adj_tuple_get),
     # reversed(range(start, stop, step)) -> (first, stop) of the range with step -step
     Builtin("reverse_range", _reverse_range, "tw::reverse_range", differentiable=False),
-    # the radix sort's stable rank within a warp (tilewarp/utils.py; native/runtime/lanes.h)
+    # the radix sort's stable rank within a block of tasks (tilewarp/utils.py; native/runtime/lanes.h)
     Builtin("_lane_digit_rank", _lane_rank, "tw::lane_digit_rank", differentiable=False, unify_literals=False,
             header="runtime/lanes.h"),
-    Builtin("_lane_width", _lane_width, "tw::lane_width", differentiable=False, header="runtime/lanes.h"),
+    # a warp's fold of one value per lane, and the lane that writes it: the library's reductions
+    # (geometry builds) send one atomic per warp instead of one per thread
+    *(Builtin(f"_lane_{op}", _lane_fold, f"tw::lane_{op}", differentiable=False, header="runtime/lanes.h")
+      for op in ("min", "max", "sum")),
+    Builtin("_lane_leader", _lane_leader, "tw::lane_leader", differentiable=False, header="runtime/lanes.h"),
 )

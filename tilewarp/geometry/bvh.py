@@ -28,16 +28,20 @@ from ..language import types as T
 from ..runtime import cpu_capture
 from ..runtime.array import array, empty, uninitialized, zeros
 
-_CHUNK = 256  # items one thread folds into the scene box (then one atomic per chunk)
+_CHUNK = 256  # items one CPU task folds into the scene box (then one atomic per chunk) ...
+_GPU_CHUNK = 16  # ... and one GPU thread: enough threads to hide memory latency; a warp sends one atomic
 
 
 def fold_plan(items: int, device) -> tuple:
-    """``(threads, [per_thread, thread_step, item_step])`` for a kernel folding ``items`` items,
-    ``_CHUNK`` per thread, then one atomic each: thread t takes items t * thread_step + k *
-    item_step, a run of its own on the CPU, a stride through all of them on the GPU (neighbouring
-    threads read neighbouring items)."""
-    threads = max(-(-items // _CHUNK), 1)
-    return threads, [_CHUNK, *([_CHUNK, 1] if device.is_cpu else [1, threads])]
+    """``(threads, [per_thread, thread_step, item_step])`` for a kernel folding ``items`` items, then
+    one atomic per warp: thread t takes items t * thread_step + k * item_step, k < per_thread, a run
+    of its own on the CPU, a stride through all of them on the GPU (neighbouring threads read
+    neighbouring items)."""
+    chunk = _CHUNK if device.is_cpu else _GPU_CHUNK
+    threads = max(-(-items // chunk), 1)
+    return threads, [chunk, *([chunk, 1] if device.is_cpu else [1, threads])]
+
+
 _BIG = 3.0e38
 
 
@@ -90,8 +94,11 @@ def _scene_box(tree: wp.uint64, n: int, per_thread: int, thread_step: int, item_
         i = t * thread_step + k * item_step
         if i < n:
             lo, hi = _grown(lo, hi, 0.5 * (wp._bvh_item_lower(tree, i) + wp._bvh_item_upper(tree, i)))
-    wp.atomic_min(box, 0, lo)
-    wp.atomic_max(box, 1, hi)
+    lo = wp._lane_min(lo)
+    hi = wp._lane_max(hi)
+    if wp._lane_leader():
+        wp.atomic_min(box, 0, lo)
+        wp.atomic_max(box, 1, hi)
 
 
 @wp.kernel(enable_backward=False)

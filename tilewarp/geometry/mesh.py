@@ -45,11 +45,15 @@ def _inspect(points: wp.array(dtype=wp.vec3), indices: wp.array(dtype=wp.int32),
             q = points[f]
             if not (wp.isfinite(q[0]) and wp.isfinite(q[1]) and wp.isfinite(q[2])):
                 nonfinite += 1
-    if bad > 0:
-        wp.atomic_add(out, 0, bad)
-    if nonfinite > 0:
-        wp.atomic_add(out, 1, nonfinite)
-    wp.atomic_add(edges, 0, total)
+    bad = wp._lane_sum(bad)
+    nonfinite = wp._lane_sum(nonfinite)
+    total = wp._lane_sum(total)
+    if wp._lane_leader():
+        if bad > 0:
+            wp.atomic_add(out, 0, bad)
+        if nonfinite > 0:
+            wp.atomic_add(out, 1, nonfinite)
+        wp.atomic_add(edges, 0, total)
 
 
 @wp.kernel(enable_backward=False)
