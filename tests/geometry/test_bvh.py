@@ -322,3 +322,33 @@ def test_rays_along_box_faces(device):
     out = wp.zeros(len(rows), dtype=int, device=device)
     wp.launch(_ray_hits_box, dim=len(rows), inputs=[bvh.id, s, d, out], device=device)
     np.testing.assert_array_equal(out.numpy(), [1] * (len(rows) - 2) + [0, 0])
+
+
+@pytest.mark.parametrize("leaf_size", [1, 3])
+def test_parallel_layout_matches_the_serial_one(leaf_size):
+    """The GPU's layout passes (count with each node's box, then place), run on the CPU: the same nodes,
+    boxes, parents and subtree ends as the CPU's depth-first layout and its refit; a mesh too."""
+    rng = np.random.default_rng(7)
+    lo, hi = _boxes(rng, 3000)
+    trees = []
+    for parallel in (False, True):
+        bvh = wp.Bvh(wp.array(lo, dtype=wp.vec3), wp.array(hi, dtype=wp.vec3), constructor="lbvh", leaf_size=leaf_size)
+        bvh._tree.parallel_layout = parallel
+        bvh.rebuild()
+        trees.append(bvh._tree)
+    for a, b in zip(trees[0].layout(), trees[1].layout()):
+        np.testing.assert_array_equal(a, b)
+    count = int(trees[0].count.numpy()[0])
+    for name in ("parents", "ends"):
+        np.testing.assert_array_equal(getattr(trees[0], name).numpy()[:count], getattr(trees[1], name).numpy()[:count])
+    pts = rng.random((400, 3)).astype(np.float32)
+    tris = rng.integers(0, 400, (900, 3)).astype(np.int32).reshape(-1)
+    meshes = []
+    for parallel in (False, True):
+        mesh = wp.Mesh(wp.array(pts, dtype=wp.vec3), wp.array(tris, dtype=wp.int32), bvh_constructor="lbvh",
+                       bvh_leaf_size=leaf_size)
+        mesh._tree.parallel_layout = parallel
+        mesh._tree.build(mesh.id, points=mesh.points, indices=mesh.indices)
+        meshes.append(mesh._tree.layout())
+    for a, b in zip(*meshes):
+        np.testing.assert_array_equal(a, b)

@@ -45,6 +45,8 @@ class BvhDesc:
     group_roots: T.uint64
     prims: T.uint64
     tasks: T.uint64
+    num_points: T.int32
+    spare: T.int32
 
 
 def _query_fields(cls):

@@ -84,6 +84,13 @@ def _grown(lo: wp.vec3, hi: wp.vec3, c: wp.vec3):
 
 
 @wp.kernel(enable_backward=False)
+def _empty_box(box: wp.array(dtype=wp.vec3)):
+    # a kernel, not a host copy: a copy from pageable host memory waits for the stream to drain
+    box[0] = wp.vec3(_BIG)
+    box[1] = wp.vec3(-_BIG)
+
+
+@wp.kernel(enable_backward=False)
 def _scene_box(tree: wp.uint64, n: int, per_thread: int, thread_step: int, item_step: int,
                box: wp.array(dtype=wp.vec3)):
     # thread t folds items t * thread_step + k * item_step, k < per_thread (fold_plan)
@@ -272,7 +279,10 @@ class Tree:
         self.links = uninitialized(2 * nodes, dtype=T.int32, device=device)
         self.build_parents = uninitialized(nodes, dtype=T.int32, device=device)
         self.ranges = uninitialized(2 * nodes, dtype=T.int32, device=device)
-        self.sizes = None if device.is_cpu else uninitialized(nodes, dtype=T.int32, device=device)
+        # the GPU lays the tree out in parallel passes, the CPU in one depth-first task (the same
+        # layout; tests set this on the CPU to check the parallel passes there)
+        self.parallel_layout = not device.is_cpu
+        self.sizes = uninitialized(nodes, dtype=T.int32, device=device)
         self.remap = uninitialized(nodes, dtype=T.int32, device=device)
         self.counters = uninitialized(nodes, dtype=T.int32, device=device)
         self.items = uninitialized(max(2 * n, 1), dtype=T.int32, device=device)
@@ -290,7 +300,7 @@ class Tree:
         d = BvhDesc()
         d.nodes, d.parents, d.ends, d.count = self.nodes.ptr + 32, self.parents.ptr, self.ends.ptr, self.count.ptr
         d.links, d.build_parents, d.ranges = self.links.ptr, self.build_parents.ptr, self.ranges.ptr
-        d.sizes = self.sizes.ptr if self.sizes is not None else 0
+        d.sizes = self.sizes.ptr
         d.remap, d.counters, d.items, d.keys = self.remap.ptr, self.counters.ptr, self.items.ptr, self.keys.ptr
         d.tris = self.tris.ptr if self.tris is not None else 0
         # a top-down build permutes its copy of the boxes in the layout's node buffer, before the
@@ -303,13 +313,15 @@ class Tree:
             d.group_ids, d.group_roots = self.group_ids.ptr, self.group_roots.ptr
         d.num_items, d.num_nodes = self.n, max(2 * self.n - 1, 1) if self.n else 0
         d.num_groups, d.leaf_size = self.num_groups, self.leaf_size
+        points = self.sources.get("points")
+        d.num_points = points.size if points is not None and self.tris is not None else 0
         return d
 
     def build(self, tree_id: int, **sources):
         """(Re)build from ``sources`` (``lowers``/``uppers`` or ``points``/``indices`` arrays)."""
         self.sources = sources
-        self.write(self.descriptor())
         n, dev = self.n, self.device
+        self.write(self.descriptor())
         if n == 0:
             return
         grouped = self.groups is not None
@@ -325,7 +337,7 @@ class Tree:
             if self.leaf_size > 1:
                 _launch(_collapse, n - 1, [tree_id, grouped], dev)
         nodes = 2 * n - 1
-        if dev.is_cpu:
+        if not self.parallel_layout:
             _launch(_layout_serial, 1, [tree_id], dev)
         else:
             self.counters.zero_()
@@ -340,7 +352,7 @@ class Tree:
         """Items in the order of their keys: the Morton code of their centre in the scene box,
         under the group."""
         n, dev = self.n, self.device
-        self.box.assign([[_BIG] * 3, [-_BIG] * 3])
+        _launch(_empty_box, 1, [self.box], dev)
         threads, steps = fold_plan(n, dev)
         _launch(_scene_box, threads, [tree_id, n, *steps, self.box], dev)
         groups = self.groups if grouped else self.items  # any int32 array: unread
@@ -353,7 +365,7 @@ class Tree:
         (splitting big ones, building small ones whole), and the leaves."""
         n, dev = self.n, self.device
         median = self.constructor == BvhConstructor.MEDIAN
-        self.box.assign([[_BIG] * 3, [-_BIG] * 3])
+        _launch(_empty_box, 1, [self.box], dev)
         _launch(_sah_prims, -(-n // _CHUNK), [tree_id, n, _CHUNK, grouped, self.box], dev)
         _launch(_sah_start, 1, [tree_id, self.box, median, grouped], dev)
         threads = dev.backend.num_threads

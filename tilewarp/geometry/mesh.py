@@ -19,9 +19,9 @@ from .bvh import BvhConstructor, Tree, check_groups, check_leaf_size, constructo
 
 @wp.kernel(enable_backward=False)
 def _inspect(points: wp.array(dtype=wp.vec3), indices: wp.array(dtype=wp.int32), per_thread: int, thread_step: int,
-             item_step: int, out: wp.array(dtype=wp.int32), edges: wp.array(dtype=wp.float64)):
-    # out[0]: indices outside the points, out[1]: non-finite points; edges[0]: summed edge length. Thread
-    # t looks at items t * thread_step + k * item_step, k < per_thread (bvh.fold_plan)
+             item_step: int, stats: wp.array(dtype=wp.float64)):
+    # stats: indices outside the points, non-finite points, summed edge length. Thread t looks at
+    # items t * thread_step + k * item_step, k < per_thread (bvh.fold_plan)
     t = wp.tid()
     bad = int(0)
     nonfinite = int(0)
@@ -50,10 +50,10 @@ def _inspect(points: wp.array(dtype=wp.vec3), indices: wp.array(dtype=wp.int32),
     total = wp._lane_sum(total)
     if wp._lane_leader():
         if bad > 0:
-            wp.atomic_add(out, 0, bad)
+            wp.atomic_add(stats, 0, wp.float64(bad))
         if nonfinite > 0:
-            wp.atomic_add(out, 1, nonfinite)
-        wp.atomic_add(edges, 0, total)
+            wp.atomic_add(stats, 1, wp.float64(nonfinite))
+        wp.atomic_add(stats, 2, total)
 
 
 @wp.kernel(enable_backward=False)
@@ -62,8 +62,11 @@ def _winding_refit(mesh: wp.uint64):
 
 
 @wp.kernel(enable_backward=False)
-def _store(desc: wp.array(dtype=MeshDesc), value: MeshDesc):
-    desc[0] = value
+def _store(desc: wp.array(dtype=MeshDesc), value: MeshDesc, stats: wp.array(dtype=wp.float64), faces: int):
+    # the average edge length comes from the device's validation pass, with no host round trip
+    d = value
+    d.average_edge = wp.float32(stats[2] / wp.float64(wp.max(3 * faces, 1)))
+    desc[0] = d
 
 
 def _check(points, indices, velocities):
@@ -116,9 +119,9 @@ class Mesh:
             else check_leaf_size(bvh_leaf_size, "bvh_leaf_size")
         self._points, self._velocities, self.indices, self.groups = points, velocities, indices, groups
         self.support_winding_number = bool(support_winding_number)
-        self._average_edge = self._validate(points, indices)
+        self._stats = self._inspect(points, indices)
         self._bvh = None
-        self._desc = zeros(1, dtype=MeshDesc, device=self.device)
+        self._desc = uninitialized(1, dtype=MeshDesc, device=self.device)  # the build writes it first
         # per tree node: the dipole, area, centre and radius of its faces (the fast winding number)
         self._winding = uninitialized(max(2 * faces - 1, 1) * 8, dtype=T.float32, device=self.device) \
             if self.support_winding_number and faces else None
@@ -126,6 +129,7 @@ class Mesh:
                           constructor=self._constructor)
         self.id = self._desc.ptr
         self._tree.build(self.id, points=points, indices=indices)
+        self._check_inspection()  # after the whole build is queued: the GPU does not wait for the host
         self._refit_winding()
 
     def _refit_winding(self):
@@ -134,19 +138,24 @@ class Mesh:
             wp.launch(_winding_refit, dim=max(2 * self._tree.n - 1, 1), inputs=[self.id], device=self.device,
                       record_tape=False)
 
-    def _validate(self, points, indices) -> float:
-        faces = indices.size // 3
-        out = zeros(2, dtype=T.int32, device=self.device)
-        edges = zeros(1, dtype=T.float64, device=self.device)
-        threads, steps = fold_plan(max(faces, points.size), self.device)
-        wp.launch(_inspect, dim=threads, inputs=[points, indices, *steps, out, edges], device=self.device,
+    def _inspect(self, points, indices):
+        """Queue the validation pass: (bad indices, non-finite points, summed edge length) on the device."""
+        if points.size == 0 and indices.size:
+            raise ValueError(f"Mesh indices: {indices.size // 3} triangle(s) refer to points outside [0, 0)")
+        stats = zeros(3, dtype=T.float64, device=self.device)
+        threads, steps = fold_plan(max(indices.size // 3, points.size), self.device)
+        wp.launch(_inspect, dim=threads, inputs=[points, indices, *steps, stats], device=self.device,
                   record_tape=False)
-        bad, nonfinite = (int(x) for x in out.numpy())
+        return stats
+
+    def _check_inspection(self):
+        bad, nonfinite = (int(x) for x in self._stats.numpy()[:2])
         if bad:
-            raise ValueError(f"Mesh indices: {bad} triangle(s) refer to points outside [0, {points.size})")
+            self.id = None
+            raise ValueError(f"Mesh indices: {bad} triangle(s) refer to points outside [0, {self._points.size})")
         if nonfinite:
+            self.id = None
             raise ValueError(f"Mesh points: {nonfinite} point(s) are not finite (NaN or infinite)")
-        return float(edges.numpy()[0]) / max(3 * faces, 1)
 
     def _write_tree(self, bvh_desc):
         self._bvh = bvh_desc
@@ -161,9 +170,10 @@ class Mesh:
         vgrad = self._velocities.grad if self._velocities is not None and self._velocities.requires_grad else None
         d.velocities_grad = vgrad.ptr if vgrad is not None else 0
         d.num_points, d.num_faces = self._points.size, self.indices.size // 3
-        d.average_edge, d.winding = self._average_edge, int(self.support_winding_number)
+        d.winding = int(self.support_winding_number)
         d.winding_data = self._winding.ptr if self._winding is not None else 0
-        wp.launch(_store, dim=1, inputs=[self._desc, d], device=self.device, record_tape=False)
+        wp.launch(_store, dim=1, inputs=[self._desc, d, self._stats, d.num_faces], device=self.device,
+                  record_tape=False)
 
     def __del__(self):
         self.id = None
