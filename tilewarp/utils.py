@@ -11,9 +11,9 @@ scans are blocked (block totals, their exclusive scan, then a tile scan of each 
 sorts are LSD radix sorts: per digit a histogram per chunk of elements, an exclusive scan of the
 digit-major histogram (so each (digit, chunk) gets its first slot), then a stable scatter. On the CPU
 the chunks are few and large, one task counts and scatters each in order, over 11-bit digits; on the
-GPU a chunk is a block's 256 elements, each ranked among the block's equal digits (``wp._lane_digit_rank``:
-a lane vote per warp, the warps' counts in shared memory), over 8-bit digits, with no atomics and
-every element a thread.
+GPU a chunk is 2048 elements, which a block of 256 tasks takes in eight rounds, each element ranked
+among the chunk's equal digits so far (``wp._lane_digit_rank``: lane votes per warp, the warps'
+counts and the chunk's running counts in shared memory), over 8-bit digits, with no atomics.
 """
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ SCAN_TILE = 1024     # elements one block scans
 SCAN_BLOCK = 256     # lanes of a scan block
 RADIX_BITS_CPU = 11  # bits per radix sort pass on the CPU (a histogram of 2048 counts per chunk) ...
 RADIX_BITS_GPU = 8   # ... and on the GPU (256 counts per block of elements) ...
-RADIX_GROUP = 256    # ... whose blocks hold this many (at most 256: lanes.h's lane_digit_rank)
+RADIX_GROUP = 256    # ... whose blocks of this many tasks (at most 256: lanes.h's lane_digit_rank) ...
+RADIX_ROUNDS = 8     # ... take chunks of RADIX_GROUP * RADIX_ROUNDS elements (one task, this many, on the CPU)
 _CPU_DIGITS = 1 << RADIX_BITS_CPU  # the CPU kernels' local digit tables
 RADIX_CHUNKS_PER_THREAD = 4  # CPU: chunks (tasks) per pool thread
 RADIX_MIN_CHUNK = 4096       # CPU: elements a chunk holds at least
@@ -346,37 +347,56 @@ def _radix_scatter(keys: wp.array(dtype=Any), idx: _Int32s, keys_out: wp.array(d
 
 
 @wp.kernel(enable_backward=False)
-def _radix_lane_count(keys: wp.array(dtype=Any), hist: _Int32s, n: int, group: int, chunks: int, shift: Any,
-                      mask: Any, sign: Any, flip_pos: Any, flip_neg: Any):
-    # GPU: a block's `group` elements are a chunk; the first task holding each digit writes its count.
-    # Padding tasks (i >= n) take part in the block's rank without a digit
-    i = wp.tid()
-    d = int(-1)
-    if i < n:
-        d = _digit(keys[i], shift, mask, sign, flip_pos, flip_neg)
-    r = wp._lane_digit_rank(d)
-    if d >= 0 and r[0] == 0:
-        hist[d * chunks + i // group] = r[1]
+def _radix_lane_count(keys: wp.array(dtype=Any), hist: _Int32s, n: int, group: int, chunks: int, digits: int, shift: Any, mask: Any, sign: Any, flip_pos: Any, flip_neg: Any):
+    # GPU: a block of `group` tasks counts a chunk of group * RADIX_ROUNDS elements (lanes.h), then writes its
+    # column of the digit-major histogram, every digit. Padding tasks (past n) take part without a digit
+    t = wp.tid()
+    chunk = t // group
+    lane = t - chunk * group
+    first = chunk * group * RADIX_ROUNDS + lane
+    for e in range(RADIX_ROUNDS):  # a constant: unrolled, so the rounds' loads overlap
+        i = first + e * group
+        k = keys[wp.min(i, n - 1)]
+        d = int(-1)
+        if i < n:
+            d = _digit(k, shift, mask, sign, flip_pos, flip_neg)
+        wp._lane_digit_count(d, e)
+    # GPU: each task writes one digit's count (digits <= group); the CPU's one-task block, every digit.
+    # Every task calls _lane_digit_total the same number of times (it waits for the block's counts)
+    for dd in range(lane, wp.max(digits, group), group):
+        total = wp._lane_digit_total(dd)
+        if dd < digits:
+            hist[dd * chunks + chunk] = total
 
 
 @wp.kernel(enable_backward=False)
 def _radix_lane_scatter(keys: wp.array(dtype=Any), idx: _Int32s, keys_out: wp.array(dtype=Any), idx_out: _Int32s,
-                        slots: _Int32s, n: int, group: int, chunks: int, first: int, shift: Any, mask: Any,
-                        sign: Any, flip_pos: Any, flip_neg: Any):
-    # GPU: every element goes to its (digit, chunk) slot plus its rank among the block's equal digits
-    i = wp.tid()
-    k = keys[wp.min(i, n - 1)]
-    d = int(-1)
-    if i < n:
-        d = _digit(k, shift, mask, sign, flip_pos, flip_neg)
-    r = wp._lane_digit_rank(d)
-    if d >= 0:
-        p = slots[d * chunks + i // group] + r[0]
-        keys_out[p] = k
-        if first:
-            idx_out[p] = i
-        else:
-            idx_out[p] = idx[i]
+                        slots: _Int32s, n: int, group: int, chunks: int, digits: int, first_pass: int,
+                        shift: Any, mask: Any, sign: Any, flip_pos: Any, flip_neg: Any):
+    # GPU: the chunk's elements are ranked among its equal digits and staged in digit order (lanes.h),
+    # then written out in that order, each digit's run to its (digit, chunk) slot
+    t = wp.tid()
+    chunk = t // group
+    lane = t - chunk * group
+    first = chunk * group * RADIX_ROUNDS + lane
+    wp._lane_digit_starts(slots, chunk, chunks, digits, n)
+    for e in range(RADIX_ROUNDS):
+        i = first + e * group
+        at = wp.min(i, n - 1)
+        k = keys[at]
+        d = int(-1)
+        if i < n:
+            d = _digit(k, shift, mask, sign, flip_pos, flip_neg)
+        r = wp._lane_digit_rank(d, e)
+        v = at
+        if not first_pass:
+            v = idx[at]
+        wp._lane_stage(d, r, k, v)
+    for e in range(RADIX_ROUNDS):
+        staged = wp._lane_flush(e, keys[0])
+        if staged[2] >= 0:
+            keys_out[staged[2]] = staged[0]
+            idx_out[staged[2]] = staged[1]
 
 
 @wp.kernel(enable_backward=False)
@@ -399,33 +419,37 @@ def _radix_passes(keys: array, begin: int, end: int, kind: str, lanes: bool | No
     ``lanes``: rank by warp lanes (the GPU's way; the default there) rather than by chunk tasks."""
     n, device, utype = keys.size, keys.device, keys.dtype
     lanes = not device.is_cpu if lanes is None else lanes
-    if lanes:  # a block of RADIX_GROUP tasks is a chunk (one task on the CPU); tasks padded to whole blocks
+    if lanes:  # a block of RADIX_GROUP tasks (one task on the CPU) takes a chunk in RADIX_ROUNDS rounds
         bits, group = RADIX_BITS_GPU, RADIX_GROUP if not device.is_cpu else 1
-        chunks = -(-n // group)
+        chunks = -(-n // (group * RADIX_ROUNDS))
         tasks = chunks * group
     else:
         bits = RADIX_BITS_CPU
         threads = device.backend.num_threads if device.is_cpu else 1
         chunk = max(RADIX_MIN_CHUNK, -(-n // (RADIX_CHUNKS_PER_THREAD * threads)))
         chunks = -(-n // chunk)
-    # scratch every pass writes in full (hist is zeroed per pass): no zero fill on allocation
+    # scratch every pass writes before reading (each count kernel writes its digits' whole histogram
+    # rows, and a pass scans only those): no zero fill
     hist = uninitialized((1 << bits) * chunks, dtype=T.int32, device=device)
     idx = [uninitialized(n, dtype=T.int32, device=device) for _ in range(2)]
     bufs = [keys, uninitialized(n, dtype=utype, device=device)]
     flips = _order_flips(utype, kind)
     shifts = range(begin, end, bits)
     for p, shift in enumerate(shifts):
-        digit = [utype(shift), utype((1 << min(bits, end - shift)) - 1), *flips]
+        digits = 1 << min(bits, end - shift)
+        digit = [utype(shift), utype(digits - 1), *flips]
         src, dst = p % 2, 1 - p % 2
-        hist.zero_()
         if lanes:
-            wp.launch(_radix_lane_count, dim=tasks, inputs=[bufs[src], hist, n, group, chunks, *digit], device=device,
-                      block_dim=RADIX_GROUP, record_tape=False)
+            inputs = [bufs[src], hist, n, group, chunks, digits, *digit]
+            wp.launch(_radix_lane_count, dim=tasks, inputs=inputs, device=device, block_dim=RADIX_GROUP,
+                      record_tape=False)
         else:
             _launch(_radix_count, chunks, [bufs[src], hist, n, chunk, chunks, *digit], device)
-        _scan_rows(_rows(hist), _rows(hist), False)
+        rows = _rows(hist[:digits * chunks])
+        _scan_rows(rows, rows, False)
         if lanes:
-            inputs = [bufs[src], idx[src], bufs[dst], idx[dst], hist, n, group, chunks, int(p == 0), *digit]
+            inputs = [bufs[src], idx[src], bufs[dst], idx[dst], hist, n, group, chunks, digits, int(p == 0),
+                      *digit]
             wp.launch(_radix_lane_scatter, dim=tasks, inputs=inputs, device=device, block_dim=RADIX_GROUP,
                       record_tape=False)
         else:

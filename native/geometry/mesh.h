@@ -48,6 +48,13 @@ namespace detail {
 // tie-break bound an LBVH's depth, median splits below depth 64 a top-down tree's (bvh_sah.h).
 constexpr int MESH_STACK = 128;
 
+// A walk's stacked node with its sort key (a box's distance, a ray's entry), one 8-byte entry: one
+// local-memory load per pop and one store per push on the GPU.
+struct alignas(8) walk_entry_t {
+    int32_t node;
+    float key;
+};
+
 TW_FUNC const mesh_t& mesh_at(uint64_t id) { return *reinterpret_cast<const mesh_t*>(id); }
 
 TW_FUNC float dot3(const v3f& a, const v3f& b) { return a.c[0] * b.c[0] + a.c[1] * b.c[1] + a.c[2] * b.c[2]; }
@@ -143,14 +150,13 @@ TW_FUNC closest_t mesh_closest(const mesh_t& m, const v3f& p, float best_d2, int
     const bvh_node_t* nodes = bvh_nodes(b);
     // each stacked node carries its box's distance, so a pop is pruned without testing the box again;
     // pushes are unconditional writes with a conditional count (no branch to mispredict)
-    int32_t stack[MESH_STACK];
-    float dist[MESH_STACK];
+    walk_entry_t stack[MESH_STACK];
     int top = 0;
-    stack[top] = root, dist[top++] = box_dist_sq(p, nodes[root].lower, nodes[root].upper);
+    stack[top++] = {root, box_dist_sq(p, nodes[root].lower, nodes[root].upper)};
     while (top > 0) {
-        --top;
-        if (dist[top] >= best.d2) continue;
-        const bvh_node_t& node = nodes[stack[top]];
+        const walk_entry_t e = stack[--top];
+        if (e.key >= best.d2) continue;
+        const bvh_node_t& node = nodes[e.node];
         if (node.left < 0) {
             for (int32_t k = ~node.left; k < node.right; ++k) {
                 face_t t = mesh_face_sorted(m, k);
@@ -171,8 +177,8 @@ TW_FUNC closest_t mesh_closest(const mesh_t& m, const v3f& p, float best_d2, int
         if (top + 2 > MESH_STACK) continue;  // deeper than any tree bvh.h builds
         prefetch_node(b, nodes[far]);
         prefetch_node(b, nodes[near]);
-        stack[top] = far, dist[top] = df, top += df < best.d2;
-        stack[top] = near, dist[top] = dn, top += dn < best.d2;
+        stack[top] = {far, df}, top += df < best.d2;
+        stack[top] = {near, dn}, top += dn < best.d2;
     }
     return best;
 }
@@ -211,16 +217,15 @@ TW_FUNC ray_hit_t mesh_ray(const mesh_t& m, const v3f& o, const v3f& d, float ma
     v3f inv = reciprocal(d);
     // each stacked node carries its entry distance: a pop beyond the closest hit so far is skipped;
     // pushes are unconditional writes with a conditional count, nearer child on top
-    int32_t stack[MESH_STACK];
-    float entry[MESH_STACK];
+    walk_entry_t stack[MESH_STACK];
     int top = 0;
     int32_t start = root < 0 ? 0 : root;
     float t0 = ray_box(o, inv, nodes[start].lower, nodes[start].upper, hit.t);
-    stack[0] = start, entry[0] = t0, top = t0 >= 0.0f;
+    stack[0] = {start, t0}, top = t0 >= 0.0f;
     while (top > 0) {
-        --top;
-        if (entry[top] > hit.t) continue;
-        const bvh_node_t& node = nodes[stack[top]];
+        const walk_entry_t e = stack[--top];
+        if (e.key > hit.t) continue;
+        const bvh_node_t& node = nodes[e.node];
         if (node.left >= 0) {
             float tl = ray_box(o, inv, nodes[node.left].lower, nodes[node.left].upper, hit.t);
             float tr = ray_box(o, inv, nodes[node.right].lower, nodes[node.right].upper, hit.t);
@@ -231,8 +236,8 @@ TW_FUNC ray_hit_t mesh_ray(const mesh_t& m, const v3f& o, const v3f& d, float ma
             if (top + 2 > MESH_STACK) continue;  // deeper than any tree bvh.h builds
             if (ts >= 0.0f) prefetch_node(b, nodes[second]);
             if (tf >= 0.0f) prefetch_node(b, nodes[first]);
-            stack[top] = second, entry[top] = ts, top += ts >= 0.0f;
-            stack[top] = first, entry[top] = tf, top += tf >= 0.0f;
+            stack[top] = {second, ts}, top += ts >= 0.0f;
+            stack[top] = {first, tf}, top += tf >= 0.0f;
             continue;
         }
         for (int32_t k = ~node.left; k < node.right; ++k) {

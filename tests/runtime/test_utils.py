@@ -312,12 +312,13 @@ def test_radix_sort_pairs(device, ref, rng, n, kdtype):
 
 @pytest.mark.parametrize("kdtype", ["int32", "float64"])
 def test_radix_sort_lane_path_on_the_cpu(monkeypatch, rng, kdtype):
-    """The GPU's sort (warp-lane ranks, 8-bit digits) run on the CPU, where a task is a warp of one
-    lane: its histogram, scan and scatter must give the stable order too."""
+    """The GPU's sort (block ranks over rounds, 8-bit digits) run on the CPU, where a block is one task
+    taking RADIX_ROUNDS elements: its histogram, scan and scatter must give the stable order too, with a
+    last chunk that is not full."""
     import functools
 
     monkeypatch.setattr(wp.utils, "_radix_passes", functools.partial(wp.utils._radix_passes, lanes=True))
-    n = 3000
+    n = 3003
     keys = rng.integers(-50, 50, 2 * n).astype(kdtype)
     k, v = wp.array(keys, device="cpu"), wp.array(np.arange(2 * n, dtype=np.int32), device="cpu")
     wp.utils.radix_sort_pairs(k, v, n)

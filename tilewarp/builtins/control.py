@@ -130,9 +130,40 @@ def _reverse_range(args, template):
 
 
 def _lane_rank(args, template):
+    if len(args) != 2 or args[0] is not T.int32 or args[1] is not T.int32:
+        fail(f"expects (digit: int32, round: int32), got ({names(args)})")
+    return T.int32
+
+
+def _lane_starts(args, template):
+    if len(args) != 5 or not isinstance(args[0], T.ArrayType) or args[0].dtype is not T.int32 or \
+            any(a is not T.int32 for a in args[1:]):
+        fail(f"expects (slots: array(int32), chunk, chunks, digits, n: int32), got ({names(args)})")
+    return None
+
+
+def _lane_stage(args, template):
+    if len(args) != 4 or args[0] is not T.int32 or args[1] is not T.int32 or args[2] not in (T.uint32, T.uint64) \
+            or args[3] is not T.int32:
+        fail(f"expects (digit: int32, rank: int32, key: uint32/uint64, value: int32), got ({names(args)})")
+    return None
+
+
+def _lane_flush(args, template):
+    if len(args) != 2 or args[0] is not T.int32 or args[1] not in (T.uint32, T.uint64):
+        fail(f"expects (round: int32, key: uint32/uint64), got ({names(args)})")
+    return T.TupleType((args[1], T.int32, T.int32))
+
+
+def _lane_count(args, template):
+    _lane_rank(args, template)
+    return None
+
+
+def _lane_total(args, template):
     if len(args) != 1 or args[0] is not T.int32:
         fail(f"expects (digit: int32), got ({names(args)})")
-    return T.vec2i
+    return T.int32
 
 
 def _lane_fold(args, template):
@@ -169,8 +200,19 @@ register(
             emit=lambda a, t: f"tw::get<{t[0]}>({a[0]})", adjoint_emit=_adj_tuple_get),
     # reversed(range(start, stop, step)) -> (first, stop) of the range with step -step
     Builtin("reverse_range", _reverse_range, "tw::reverse_range", differentiable=False),
-    # the radix sort's stable rank within a block of tasks (tilewarp/utils.py; native/runtime/lanes.h)
+    # the radix sort's stable rank within a block's chunk, and the chunk's digit counts
+    # (tilewarp/utils.py; native/runtime/lanes.h)
     Builtin("_lane_digit_rank", _lane_rank, "tw::lane_digit_rank", differentiable=False, unify_literals=False,
+            side_effect=True, header="runtime/lanes.h"),
+    Builtin("_lane_digit_count", _lane_count, "tw::lane_digit_count", differentiable=False, unify_literals=False,
+            side_effect=True, header="runtime/lanes.h"),
+    Builtin("_lane_digit_starts", _lane_starts, "tw::lane_digit_starts", differentiable=False,
+            unify_literals=False, side_effect=True, header="runtime/lanes.h"),
+    Builtin("_lane_stage", _lane_stage, "tw::lane_stage", differentiable=False, unify_literals=False,
+            side_effect=True, header="runtime/lanes.h"),
+    Builtin("_lane_flush", _lane_flush, "tw::lane_flush", differentiable=False, unify_literals=False,
+            side_effect=True, header="runtime/lanes.h"),
+    Builtin("_lane_digit_total", _lane_total, "tw::lane_digit_total", differentiable=False, unify_literals=False,
             header="runtime/lanes.h"),
     # a warp's fold of one value per lane, and the lane that writes it: the library's reductions
     # (geometry builds) send one atomic per warp instead of one per thread
