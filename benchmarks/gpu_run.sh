@@ -35,6 +35,7 @@
 #             of ../shared/warp_suite; ignored by git, carried)
 #   geosuite  Warp's geometry tests against tilewarp (cpu + cuda:0), from .warpfiles
 #   geoprof   the GPU hash-grid and mesh builds launch by launch (host-timed), and Nsight Compute's kernel times
+#   geoquery  Nsight Compute sections of the benchmark's ray and neighbour-count kernels
 #   geotests  tests/geometry and tests/runtime/test_utils.py on cuda:0
 #   geobench  the geometry benchmark rows (side by side with warp-lang after `joinwarp`)
 #   geoexamples  Warp's geometry example programs on cuda:0, from .warpfiles
@@ -236,6 +237,14 @@ EOF
     timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum --csv python -m benchmarks.geometry_probe \
       --device cuda:0 --once > "$OUT/geo_ncu.csv" 2> "$OUT/geo_ncu.err"
     python benchmarks/ncu_summary.py "$OUT/geo_ncu.csv" | tee "$OUT/geo_ncu.txt" ;;
+  geoquery)  # Nsight Compute of the benchmark's query kernels (rays, neighbour count), first launch each
+    for K in cast_rays count_neighbours; do
+      timeout 200 ncu --clock-control none -k regex:"$K" -c 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
+        --section Occupancy --section LaunchStats --section WarpStateStats --section InstructionStats \
+        python -m benchmarks --device cuda:0 --modules tilewarp --only geometry > "$OUT/ncu_$K.txt" 2>&1
+      grep -E "^  [a-z_]+.*\(|Duration|DRAM Throughput|L1/TEX Hit|L2 Hit|Memory Throughput|Compute \(SM\)|Achieved Occupancy|Theoretical Occupancy|Registers Per|Local Memory|Stall|Warp Cycles Per Issued|Executed Ipc|Issue Slots|Executed Instructions|Block Limit" \
+        "$OUT/ncu_$K.txt" | head -40
+    done ;;
   geotests)  # tests/geometry and the utilities' sorts on cuda:0 (one pytest per file, 8 at a time)
     (ls tests/geometry/test_*.py; echo tests/runtime/test_utils.py) | xargs -P 8 -I{} sh -c 'f=$(basename {} .py); \
       TILEWARP_TEST_DEVICES=cuda:0 timeout 300 python -m pytest -q -p no:cacheprovider --tb=short {} \
