@@ -250,30 +250,35 @@ def _block_totals(x: wp.array2d(dtype=Any), totals: wp.array2d(dtype=Any)):
 
 @wp.kernel(enable_backward=False)
 def _scan_blocks(x: wp.array2d(dtype=Any), y: wp.array2d(dtype=Any), offsets: wp.array2d(dtype=Any),
-                 inclusive: int):
+                 inclusive: int, offset: int):
     c, b, _lane = wp.tid()
     t = wp.tile_load(x[c], shape=SCAN_TILE, offset=b * SCAN_TILE)
     if inclusive:
         s = wp.tile_scan_inclusive(t)
     else:
         s = wp.tile_scan_exclusive(t)
-    wp.tile_store(y[c], s + offsets[c, b], offset=b * SCAN_TILE)
+    if offset:
+        s = s + offsets[c, b]
+    wp.tile_store(y[c], s, offset=b * SCAN_TILE)
 
 
 def _scan_rows(x: array, y: array, inclusive: bool):
     """Scan each row of the 2-d array ``x`` into ``y`` (which may be ``x``), reduce-then-scan: the
     blocks' totals, their exclusive scan (recursively), then a tile scan of each block plus its
-    offset (one pass writing ``y``, no separate pass adding offsets)."""
+    offset (one pass writing ``y``, no separate pass adding offsets). A row of one block has no
+    offsets to add (nor any scratch to allocate)."""
     rows, n = x.shape
     if rows * n == 0:
         return
     blocks = -(-n // SCAN_TILE)
-    offsets = wp.zeros((rows, blocks), dtype=x.dtype, device=x.device)
     tiled = {"block_dim": SCAN_BLOCK, "device": x.device, "record_tape": False}
+    offsets = x  # unread when there is one block
     if blocks > 1:
+        offsets = uninitialized((rows, blocks), dtype=x.dtype, device=x.device)  # _block_totals writes it all
         wp.launch_tiled(_block_totals, dim=[rows, blocks], inputs=[x, offsets], **tiled)
         _scan_rows(offsets, offsets, False)
-    wp.launch_tiled(_scan_blocks, dim=[rows, blocks], inputs=[x, y, offsets, int(inclusive)], **tiled)
+    wp.launch_tiled(_scan_blocks, dim=[rows, blocks], inputs=[x, y, offsets, int(inclusive), int(blocks > 1)],
+                    **tiled)
 
 
 def array_scan(in_array: array, out_array: array, inclusive: bool = True) -> None:

@@ -30,6 +30,8 @@ struct hash_grid_t {
 // What hash_grid_query returns and hash_grid_query_next advances (Python twin: HashGridQuery).
 struct hash_grid_query_t {
     uint64_t f_grid;
+    uint64_t f_ids;            // the grid's int32 point ids: each candidate reads one, with no detour
+                               // through the grid's descriptor
     int32_t f_x0, f_y0, f_z0;  // first physical cell per axis
     int32_t f_nx, f_ny, f_nz;  // cells per axis (each physical cell at most once)
     int32_t f_i, f_j, f_k;     // the next cell to open, as offsets from the first
@@ -55,6 +57,9 @@ TW_FUNC int64_t hash_cell(double x, double inv_w) {
 }
 
 TW_FUNC int32_t wrap_cell(int64_t c, int32_t n) {
+    // a grid usually covers the scene: a coordinate already in [0, n) skips the division (tens of
+    // cycles on either target)
+    if ((uint64_t)c < (uint64_t)n) return (int32_t)c;
     int32_t m = (int32_t)c % n;  // c is within int32's range: a 32-bit division, several times faster
     return m < 0 ? m + n : m;
 }
@@ -88,9 +93,10 @@ TW_FUNC void hash_span(int64_t lo, int64_t hi, int32_t dim, int32_t& first, int3
 }  // namespace detail
 
 // The bucket of point p in a grid of dims (dx, dy, dz) and cell width w (the build's sort key).
+// The cell of point p for a grid of cell width 1 / inv (the build passes the reciprocal, worked out
+// once on the host as the queries work it out: the same double, so the same cells).
 template <typename T>
-TW_FUNC int32_t hash_grid_cell(const vec_t<3, T>& p, double w, int32_t dx, int32_t dy, int32_t dz) {
-    double inv = 1.0 / w;
+TW_FUNC int32_t hash_grid_cell(const vec_t<3, T>& p, double inv, int32_t dx, int32_t dy, int32_t dz) {
     int32_t x = detail::wrap_cell(detail::hash_cell((double)p.c[0], inv), dx);
     int32_t y = detail::wrap_cell(detail::hash_cell((double)p.c[1], inv), dy);
     int32_t z = detail::wrap_cell(detail::hash_cell((double)p.c[2], inv), dz);
@@ -102,6 +108,7 @@ TW_FUNC hash_grid_query_t hash_grid_query(uint64_t id, const vec_t<3, T>& p, R r
                                           bool grouped) {
     hash_grid_query_t q = {};
     q.f_grid = id;
+    q.f_ids = detail::hash_grid_at(id).f_point_ids;
     q.f_group = group, q.f_grouped = grouped;
     const hash_grid_t& g = detail::hash_grid_at(id);
     if (g.f_num_points <= 0) {  // nothing built: an empty query
@@ -164,8 +171,7 @@ TW_FORCEINLINE TW_FUNC tuple_t<bool, hash_grid_query_t, int32_t> hash_grid_query
     if (q.f_cursor >= q.f_end && !detail::hash_grid_open_cell(q)) {
         return make_tuple<bool, hash_grid_query_t, int32_t>(false, q, index);
     }
-    const int32_t* ids = reinterpret_cast<const int32_t*>(detail::hash_grid_at(q.f_grid).f_point_ids);
-    index = ids[q.f_cursor++];
+    index = reinterpret_cast<const int32_t*>(q.f_ids)[q.f_cursor++];
     return make_tuple<bool, hash_grid_query_t, int32_t>(true, q, index);
 }
 

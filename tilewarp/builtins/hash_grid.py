@@ -38,6 +38,7 @@ class HashGridQuery:
     ``wp.hash_grid_query``, advanced by ``wp.hash_grid_query_next``."""
 
     grid: T.uint64
+    ids: T.uint64
     x0: T.int32
     y0: T.int32
     z0: T.int32
@@ -112,8 +113,8 @@ register(
             unify_literals=False, updates=(0, 1), header=HEADER),
     Builtin("hash_grid_point_id", _point_id, "tw::hash_grid_point_id", differentiable=False,
             unify_literals=False, header=HEADER),
-    # (point, cell width (float64), dim_x, dim_y, dim_z) -> bucket: the build's sort key, computed by
-    # the same function as the queries' cells
+    # (point, 1 / cell width (float64), dim_x, dim_y, dim_z) -> bucket: the build's sort key, computed
+    # by the same function as the queries' cells
     Builtin("_hash_grid_cell", _cell, "tw::hash_grid_cell", differentiable=False, unify_literals=False,
             header=HEADER),
 )

@@ -31,18 +31,18 @@ _VEC = {T.float16: T.vec3h, T.float32: T.vec3, T.float64: T.vec3d}
 
 
 @wp.kernel(enable_backward=False)
-def _bucket_keys(points: wp.array(dtype=Any), width: wp.float64, dx: int, dy: int, dz: int,
+def _bucket_keys(points: wp.array(dtype=Any), inv_width: wp.float64, dx: int, dy: int, dz: int,
                  keys: wp.array(dtype=wp.int32)):
     i = wp.tid()
-    keys[i] = wp._hash_grid_cell(points[i], width, dx, dy, dz)
+    keys[i] = wp._hash_grid_cell(points[i], inv_width, dx, dy, dz)
 
 
 @wp.kernel(enable_backward=False)
-def _group_keys(points: wp.array(dtype=Any), groups: wp.array(dtype=wp.int32), width: wp.float64, dx: int,
+def _group_keys(points: wp.array(dtype=Any), groups: wp.array(dtype=wp.int32), inv_width: wp.float64, dx: int,
                 dy: int, dz: int, keys: wp.array(dtype=wp.int64)):
     # bucket in the high 32 bits, the group (offset to be non-negative) in the low ones
     i = wp.tid()
-    cell = wp.int64(wp._hash_grid_cell(points[i], width, dx, dy, dz))
+    cell = wp.int64(wp._hash_grid_cell(points[i], inv_width, dx, dy, dz))
     keys[i] = cell * wp.int64(4294967296) + wp.int64(groups[i]) + wp.int64(2147483648)
 
 
@@ -206,14 +206,14 @@ class HashGrid:
         if n:
             if groups is None:
                 keys, ids = self._keys, self._ids
-                wp.launch(_bucket_keys, dim=n, inputs=[points, width, *dims, keys], device=self.device,
+                wp.launch(_bucket_keys, dim=n, inputs=[points, 1.0 / width, *dims, keys], device=self.device,
                           record_tape=False)
                 utils.sort_order(keys[:n].view(T.uint32), ids[:n], 0, max(1, (self._cells - 1).bit_length()))
                 wp.launch(_runs, dim=n, inputs=[keys, n, self._starts, self._ends], device=self.device,
                           record_tape=False)
             else:
                 keys, ids = self._keys64, self._ids
-                wp.launch(_group_keys, dim=n, inputs=[points, groups, width, *dims, keys],
+                wp.launch(_group_keys, dim=n, inputs=[points, groups, 1.0 / width, *dims, keys],
                           device=self.device, record_tape=False)
                 utils.sort_order(keys[:n].view(T.uint64), ids[:n], 0, 32 + max(1, (self._cells - 1).bit_length()))
                 wp.launch(_group_runs, dim=n, inputs=[keys, n, self._starts, self._ends], device=self.device,

@@ -391,6 +391,10 @@ class array:
         self._write_host(np.ascontiguousarray(np.broadcast_to(v, self._full_shape())))
 
     def zero_(self):
+        if self.size and self.is_contiguous and not cpu_capture.recording:  # the common case: one memset
+            self._bump_version()
+            self.device.backend.memset(self.ptr, 0, self.capacity)
+            return
         self.fill_(0)
 
     # ---- version counter (beyond Warp: a Tape detects inputs overwritten after their launch) ----
