@@ -75,6 +75,7 @@ struct Launcher {
 
 PyObject* g_array_type = nullptr;  // tilewarp.runtime.array.array
 PyObject* g_make_token = nullptr;  // make_token(array) -> (signature, descriptor bytes) or None
+PyObject* g_retired = nullptr;     // the set of destroyed objects' ids (runtime/retired.py)
 PyObject* g_default_device = nullptr;  // what device=None means when no argument is an array
 PyObject* g_cuda_device = nullptr;     // what device="cuda" means
 PyObject* s_tw_fast = nullptr;
@@ -209,6 +210,8 @@ bool put_scalar(const Param& p, PyObject* v, char* at) {
     } else if (overflow || x < p.lo || x > p.hi) {
         return false;
     }
+    // a destroyed object's id: the Python path raises the error that names the argument
+    if (p.kind == kU64 && g_retired && PySet_GET_SIZE(g_retired) > 0 && PySet_Contains(g_retired, v) == 1) return false;
     memcpy(at, &bits, static_cast<size_t>(p.size));  // little-endian: the low bytes
     return true;
 }
@@ -507,12 +510,13 @@ void set_ref(PyObject** slot, PyObject* value) {
     Py_XSETREF(*slot, value);
 }
 
-// configure(array_type, make_token): once, at import.
+// configure(array_type, make_token, retired_ids): once, at import.
 PyObject* configure(PyObject*, PyObject* args) {
-    PyObject *array_type, *make_token;
-    if (!PyArg_ParseTuple(args, "O!O", &PyType_Type, &array_type, &make_token)) return nullptr;
+    PyObject *array_type, *make_token, *retired;
+    if (!PyArg_ParseTuple(args, "O!OO!", &PyType_Type, &array_type, &make_token, &PySet_Type, &retired)) return nullptr;
     set_ref(&g_array_type, array_type);
     set_ref(&g_make_token, make_token);
+    set_ref(&g_retired, retired);
     Py_RETURN_NONE;
 }
 
@@ -530,7 +534,7 @@ PyMethodDef methods[] = {
     {"launch", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(launch)), METH_FASTCALL,
      "launch(kernel, dim, inputs, outputs, device, block_dim) -> bool: True when launched here"},
     {"make_launcher", make_launcher, METH_VARARGS, "a Launcher for one compiled kernel on one device"},
-    {"configure", configure, METH_VARARGS, "configure(array_type, make_token)"},
+    {"configure", configure, METH_VARARGS, "configure(array_type, make_token, retired_ids)"},
     {"set_defaults", set_defaults, METH_VARARGS, "set_defaults(default_device, cuda_device)"},
     {nullptr, nullptr, 0, nullptr},
 };

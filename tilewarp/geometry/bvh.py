@@ -25,7 +25,7 @@ import tilewarp as wp
 from .. import utils
 from ..builtins.bvh import BvhDesc
 from ..language import types as T
-from ..runtime import cpu_capture
+from ..runtime import cpu_capture, retired
 from ..runtime.array import array, empty, uninitialized, zeros
 
 _CHUNK = 256  # items one CPU task folds into the scene box (then one atomic per chunk) ...
@@ -499,6 +499,7 @@ class Bvh:
         wp.launch(_store, dim=1, inputs=[self._desc, desc], device=self.device, record_tape=False)
 
     def __del__(self):
+        retired.retire(self.id, "wp.Bvh")
         self.id = None
 
     def refit(self):

@@ -21,7 +21,7 @@ import tilewarp as wp
 from .. import utils
 from ..builtins.hash_grid import HashGridDesc
 from ..language import types as T
-from ..runtime import cpu_capture
+from ..runtime import cpu_capture, retired
 from ..runtime.array import array, empty, uninitialized, zeros
 from ..runtime.device import get_device
 from ..runtime.graph import saveable_capture
@@ -140,7 +140,8 @@ class HashGrid:
         self._write(num_points=-1)
 
     def __del__(self):
-        # the buffers are arrays, freed with this object; forget the id so a stale copy reads as one
+        # the buffers are arrays, freed with this object: a launch given the old id is refused
+        retired.retire(self.id, "wp.HashGrid")
         self.id = None
 
     @property

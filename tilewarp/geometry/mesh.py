@@ -12,7 +12,7 @@ import tilewarp as wp
 
 from ..builtins.mesh import MeshDesc
 from ..language import types as T
-from ..runtime import cpu_capture
+from ..runtime import cpu_capture, retired
 from ..runtime.array import array, uninitialized, zeros
 from .bvh import BvhConstructor, Tree, check_groups, check_leaf_size, constructor_of, fold_plan
 
@@ -176,6 +176,7 @@ class Mesh:
                   record_tape=False)
 
     def __del__(self):
+        retired.retire(self.id, "wp.Mesh")
         self.id = None
 
     def refit(self):

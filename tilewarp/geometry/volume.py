@@ -16,6 +16,7 @@ from typing import ClassVar, NamedTuple
 import numpy as np
 
 from ..language import types as T
+from ..runtime import retired
 from ..runtime.array import array, zeros
 from ..runtime.device import get_device
 from . import nanovdb as nv
@@ -161,6 +162,7 @@ class Volume:
     def __del__(self):
         if getattr(self, "id", None) and _LIVE.get(self.id) is self:
             del _LIVE[self.id]
+            retired.retire(self.id, "wp.Volume")
         self.id = None
 
     # ---- the buffer and its metadata -------------------------------------------------------------

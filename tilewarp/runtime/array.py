@@ -17,6 +17,7 @@ import numpy as np
 from ..language import structs
 from ..language import types as T
 from ..errors import LaunchError
+from . import retired
 from .device import Device, get_device
 from ..frontend.local_arrays import local_zeros
 from . import copy_adjoint, cpu_capture, host_views
@@ -29,6 +30,8 @@ class _Allocation:
 
     def __init__(self, backend, nbytes):
         self.backend, self.ptr = backend, backend.alloc(max(nbytes, 1))
+        if retired.ids:  # the address of a destroyed object's descriptor, in use again
+            retired.reuse(self.ptr)
         self.writes = 0  # version counter of the memory (array.version)
         self.host_views, self.pending_reads = 0, None  # runtime/host_views.py
 

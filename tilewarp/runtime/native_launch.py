@@ -211,7 +211,9 @@ def _install(library) -> None:
             from .array import array
             from .device import publish_defaults as publish
 
-            ext.configure(array, array_token)
+            from . import retired
+
+            ext.configure(array, array_token, retired.ids)
             _ext = ext
             publish()
             fast = ext.launch

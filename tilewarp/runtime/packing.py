@@ -25,6 +25,7 @@ from ..language import names
 from ..language import types as T
 from .array import array
 from .indexedarray import converter as indexed_converter
+from . import retired
 from .native_launch import array_token
 
 #: struct codes for scalar fields by (kind, byte size); float16 and bfloat16 arrive as their uint16 bits
@@ -200,8 +201,11 @@ def _int_converter(t, name, bad):
         if not lo <= value <= hi:
             raise LaunchError(f"argument '{name}' expects {T.type_name(t)}, got {value}, outside the "
                               f"{lo} to {hi} it takes")
+        if ids_checked and retired.ids and value in retired.ids:
+            raise LaunchError(retired.message(name, int(value)))
         return ctype(value).value
 
+    ids_checked = t is T.uint64  # library objects' ids are uint64 (runtime/retired.py)
     return conv_int
 
 
