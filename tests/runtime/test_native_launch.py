@@ -268,6 +268,7 @@ def test_tid_arity_and_zero_sized_launches(device):
 def test_argument_list_changed_while_packing(device):
     """Making an array's token runs Python; if another thread changes the argument list meanwhile,
     the launch is handed back, not read out of bounds."""
+    from tilewarp.runtime import retired
     from tilewarp.runtime.array import array
 
     a = wp.array(np.ones(4, dtype=np.float32), device=device)
@@ -279,11 +280,11 @@ def test_argument_list_changed_while_packing(device):
         inputs.clear()
         return native_launch.array_token(x)
 
-    ext.configure(array, token_and_shrink)
+    ext.configure(array, token_and_shrink, retired.ids)
     try:
         assert native_launch.fast(scale, 4, inputs, (), device, 256) is False
     finally:
-        ext.configure(array, native_launch.array_token)
+        ext.configure(array, native_launch.array_token, retired.ids)
     assert inputs == []
 
 
