@@ -34,7 +34,7 @@ struct bvh_node_t {
 
 // Members f_<field> as in the Python twin (tilewarp/builtins/bvh.py: BvhDesc). The first ones sit
 // where Warp's own tests read Warp's host BVH header through ctypes (a parent array at byte 16, -1 at
-// the root, and a node count at byte 48, here the group count): such a read walks valid parent
+// the root, and a node count at byte 48, here always 0): such a read walks valid parent
 // chains and fails its assertions, instead of crashing the process and the tests after it.
 struct bvh_t {
     uint64_t f_nodes;     // bvh_node_t[]: the tree the queries walk (see Layout)
@@ -44,7 +44,7 @@ struct bvh_t {
     uint64_t f_items;     // int32[N]: sorted position -> item index
     int32_t f_num_items;
     int32_t f_leaf_size;
-    int32_t f_num_groups;
+    int32_t f_num_groups; // 0: the group count is on the device (f_group_count)
     int32_t f_num_nodes;  // 2N-1: room for every node (the layout places f_count[0] of them)
     uint64_t f_links;     // int32[2 (2N-1)]: the build nodes' (left, right)
     uint64_t f_build_parents;  // int32[2N-1]: their parents, -1 at the root
@@ -65,6 +65,8 @@ struct bvh_t {
     uint64_t f_tasks;     // that build's shared list of nodes to split (bvh_sah.h), or 0
     int32_t f_num_points; // a mesh's vertex count (its builds clamp indices to it), else 0
     int32_t f_spare;
+    uint64_t f_group_count;  // int32[1]: how many groups a grouped tree has (counted on the device, so
+                             // a rebuild reads nothing back: it can be captured), or 0
 };
 
 namespace detail {
@@ -486,13 +488,15 @@ TW_FUNC void bvh_group_root(uint64_t id, int32_t g, int32_t first, int32_t last)
 // Warp's bvh_get_group_root: the node holding exactly group `group`'s items, -1 if no item has it.
 TW_FUNC int32_t bvh_get_group_root(uint64_t id, int32_t group) {
     const bvh_t& b = detail::bvh_at(id);
+    if (!b.f_group_count) return -1;  // no groups
     const int32_t* ids = detail::bvh_i32(b.f_group_ids);
-    int32_t lo = 0, hi = b.f_num_groups;
+    const int32_t count = *detail::bvh_i32(b.f_group_count);
+    int32_t lo = 0, hi = count;
     while (lo < hi) {
         int32_t m = lo + (hi - lo) / 2;
         if (ids[m] < group) lo = m + 1; else hi = m;
     }
-    return lo < b.f_num_groups && ids[lo] == group ? detail::bvh_i32(b.f_group_roots)[lo] : -1;
+    return lo < count && ids[lo] == group ? detail::bvh_i32(b.f_group_roots)[lo] : -1;
 }
 
 enum { BVH_AABB = 0, BVH_RAY = 1, BVH_SPHERE = 2, BVH_CAPSULE = 3 };

@@ -352,3 +352,23 @@ def test_parallel_layout_matches_the_serial_one(leaf_size):
         meshes.append(mesh._tree.layout())
     for a, b in zip(*meshes):
         np.testing.assert_array_equal(a, b)
+
+
+def test_grouped_rebuild_with_other_groups(device):
+    """A grouped rebuild counts its groups on the device (nothing read back, so it can be captured):
+    after the group ids change in place to more, then fewer groups, every group's root is right."""
+    rng = np.random.default_rng(11)
+    n = 500
+    L, U = _boxes(rng, n, scale=3.0)
+    groups = wp.array(np.zeros(n, np.int32), device=device)
+    bvh = wp.Bvh(wp.array(L, dtype=wp.vec3, device=device), wp.array(U, dtype=wp.vec3, device=device),
+                 groups=groups, constructor="lbvh")
+    lo, hi = np.full((1, 3), -10, np.float32), np.full((1, 3), 20, np.float32)
+    for count in (37, 3):
+        g = rng.integers(0, count, n).astype(np.int32) * 7 - 50
+        groups.assign(g)
+        bvh.rebuild()
+        assert bvh._tree.num_groups == len(np.unique(g))
+        for gid in np.unique(g)[:10]:
+            got = _run(bvh, 0, lo, hi, 0.0, group=int(gid), device=device)[0]
+            assert sorted(got) == np.flatnonzero(g == gid).tolist(), f"{count} groups, group {gid}"

@@ -47,6 +47,7 @@ class BvhDesc:
     tasks: T.uint64
     num_points: T.int32
     spare: T.int32
+    group_count: T.uint64
 
 
 def _query_fields(cls):

@@ -222,9 +222,12 @@ def _group_runs(keys: wp.array(dtype=wp.uint64), n: int, heads: wp.array(dtype=w
 
 
 @wp.kernel(enable_backward=False)
-def _group_roots(tree: wp.uint64, firsts: wp.array(dtype=wp.int32), lasts: wp.array(dtype=wp.int32)):
+def _group_roots(tree: wp.uint64, firsts: wp.array(dtype=wp.int32), lasts: wp.array(dtype=wp.int32),
+                 heads: wp.array(dtype=wp.int32), n: int):
+    # one task per item, as many working as there are groups (heads[n - 1], counted on the device)
     g = wp.tid()
-    wp._bvh_group_root(tree, g, firsts[g], lasts[g])
+    if g < heads[n - 1]:
+        wp._bvh_group_root(tree, g, firsts[g], lasts[g])
 
 
 @wp.kernel(enable_backward=False)
@@ -291,8 +294,7 @@ class Tree:
         self.box = empty(2, dtype=T.vec3, device=device)
         # the top-down build's shared list of nodes to split (sah_queue_t: 4 ints, then 12 per node)
         self.tasks = uninitialized(4 + 12 * _SAH_TASKS, dtype=T.int32, device=device) if device.is_cpu else None
-        self.group_ids = self.group_roots = None
-        self.num_groups = 0
+        self.group_ids = self.group_roots = self.group_heads = None
         self.sources = {}
         self._plan = None
 
@@ -309,10 +311,11 @@ class Tree:
         d.tasks = self.tasks.ptr if self.tasks is not None else 0
         for name, a in self.sources.items():
             setattr(d, name, a.ptr if a is not None else 0)
-        if self.group_ids is not None:
+        if self.group_heads is not None:
             d.group_ids, d.group_roots = self.group_ids.ptr, self.group_roots.ptr
+            d.group_count = self.group_heads.ptr + 4 * (self.n - 1)
         d.num_items, d.num_nodes = self.n, max(2 * self.n - 1, 1) if self.n else 0
-        d.num_groups, d.leaf_size = self.num_groups, self.leaf_size
+        d.num_groups, d.leaf_size = 0, self.leaf_size  # the group count is on the device (group_count)
         points = self.sources.get("points")
         d.num_points = points.size if points is not None and self.tris is not None else 0
         return d
@@ -376,18 +379,29 @@ class Tree:
         _launch(_leaves, n, [tree_id], dev)
 
     def _group_roots(self, tree_id):
+        """Each group's root. Nothing is read back (so a rebuild can be captured in a CUDA graph): the
+        group count stays on the device (the inclusive scan's last head flag, which the descriptor
+        points to), and the per-group buffers hold as many groups as there are items."""
         n, dev = self.n, self.device
-        heads = empty(n, dtype=T.int32, device=dev)
+        if self.group_heads is None:
+            self.group_heads = uninitialized(n, dtype=T.int32, device=dev)
+            self.group_ids = uninitialized(n, dtype=T.int32, device=dev)
+            self.group_roots = uninitialized(n, dtype=T.int32, device=dev)
+        heads = self.group_heads
         _launch(_group_heads, n, [self.keys, heads], dev)
         utils.array_scan(heads, heads, inclusive=True)
-        self.num_groups = count = int(heads[n - 1:n].numpy()[0])
-        self.group_ids = empty(count, dtype=T.int32, device=dev)
-        self.group_roots = empty(count, dtype=T.int32, device=dev)
-        firsts = empty(count, dtype=T.int32, device=dev)
-        lasts = empty(count, dtype=T.int32, device=dev)
+        firsts = uninitialized(n, dtype=T.int32, device=dev)
+        lasts = uninitialized(n, dtype=T.int32, device=dev)
         _launch(_group_runs, n, [self.keys, n, heads, self.group_ids, firsts, lasts], dev)
         self.write(self.descriptor())
-        _launch(_group_roots, count, [tree_id, firsts, lasts], dev)
+        _launch(_group_roots, n, [tree_id, firsts, lasts, heads, n], dev)
+
+    @property
+    def num_groups(self) -> int:
+        """How many groups the last build found (read from the device: for tests and tools)."""
+        if self.group_heads is None or not self.n:
+            return 0
+        return int(self.group_heads[self.n - 1:self.n].numpy()[0])
 
     def layout(self):
         """(lower, left, upper, right) of the nodes the queries walk (NumPy; for tests and tools)."""
