@@ -101,8 +101,8 @@ def main():
 
 
 def sections(dev, builds=50):
-    """Host time per build step, inclusive (a step that waits for the GPU shows the wait), and how many
-    launches, fills and allocations a build makes."""
+    """Host time per build step, inclusive (a step that waits for the GPU shows the wait), launches,
+    fills and allocations included."""
     from tilewarp.geometry import bvh, hash_grid, mesh
     from tilewarp.runtime import array as arrays
     spent = collections.defaultdict(float)
@@ -120,7 +120,8 @@ def sections(dev, builds=50):
         setattr(owner, name, call)
         patched.append((owner, name, f))
 
-    for owner, name in ((mesh.Mesh, "_validate"), (bvh.Tree, "__init__"), (bvh.Tree, "_sort"), (bvh.Tree, "refit"),
+    for owner, name in ((mesh.Mesh, "_queue_inspection"), (mesh.Mesh, "_check_inspection"), (bvh.Tree, "__init__"),
+                        (bvh.Tree, "_sort"), (bvh.Tree, "refit"),
                         (bvh.Tree, "build"), (mesh.Mesh, "__init__"), (wp.utils, "sort_order"),
                         (wp.utils, "_scan_rows"), (hash_grid.HashGrid, "build"), (wp, "launch"),
                         (arrays.array, "zero_"), (arrays.array, "fill_"), (arrays.array, "numpy")):
@@ -129,8 +130,6 @@ def sections(dev, builds=50):
         for owner in (arrays, bvh, mesh, wp.utils):
             if hasattr(owner, name):
                 wrap(owner, name, f"alloc:{name}")
-    calls = collections.Counter()
-    launch = wp.launch
     try:
         once(dev)
         rng = np.random.default_rng(1)
@@ -157,7 +156,6 @@ def sections(dev, builds=50):
     finally:
         for owner, name, f in reversed(patched):
             setattr(owner, name, f)
-    del calls, launch
 
 
 def once(dev, profile=False):

@@ -352,9 +352,11 @@ def _radix_scatter(keys: wp.array(dtype=Any), idx: _Int32s, keys_out: wp.array(d
 
 
 @wp.kernel(enable_backward=False)
-def _radix_lane_count(keys: wp.array(dtype=Any), hist: _Int32s, n: int, group: int, chunks: int, digits: int, shift: Any, mask: Any, sign: Any, flip_pos: Any, flip_neg: Any):
-    # GPU: a block of `group` tasks counts a chunk of group * RADIX_ROUNDS elements (lanes.h), then writes its
-    # column of the digit-major histogram, every digit. Padding tasks (past n) take part without a digit
+def _radix_lane_count(keys: wp.array(dtype=Any), hist: _Int32s, n: int, group: int, chunks: int, digits: int,
+                      shift: Any, mask: Any, sign: Any, flip_pos: Any, flip_neg: Any):
+    # GPU: a block of `group` tasks counts a chunk of group * RADIX_ROUNDS elements (lanes.h), then
+    # writes its column of the digit-major histogram, every digit. Padding tasks (past n) take part
+    # without a digit
     t = wp.tid()
     chunk = t // group
     lane = t - chunk * group

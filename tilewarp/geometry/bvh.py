@@ -14,8 +14,8 @@ the steps after it are shared. Results are deterministic: the sort is stable, ti
 keys go by position, and a top-down tree does not depend on which thread built which subtree.
 
 The tree's id is the address of a descriptor (``BvhDesc``) that a one-thread kernel writes, so
-builds and refits stay in stream order with no host round trip; only a grouped build reads one
-number back (how many groups there are).
+builds and refits stay in stream order with no host round trip (a grouped tree's group count stays
+on the device too).
 """
 from __future__ import annotations
 
@@ -285,7 +285,7 @@ class Tree:
         # the GPU lays the tree out in parallel passes, the CPU in one depth-first task (the same
         # layout; tests set this on the CPU to check the parallel passes there)
         self.parallel_layout = not device.is_cpu
-        self.sizes = uninitialized(nodes, dtype=T.int32, device=device)
+        self.sizes = None  # the parallel layout's counts: allocated by the first build that uses it
         self.remap = uninitialized(nodes, dtype=T.int32, device=device)
         self.counters = uninitialized(nodes, dtype=T.int32, device=device)
         self.items = uninitialized(max(2 * n, 1), dtype=T.int32, device=device)
@@ -302,7 +302,7 @@ class Tree:
         d = BvhDesc()
         d.nodes, d.parents, d.ends, d.count = self.nodes.ptr + 32, self.parents.ptr, self.ends.ptr, self.count.ptr
         d.links, d.build_parents, d.ranges = self.links.ptr, self.build_parents.ptr, self.ranges.ptr
-        d.sizes = self.sizes.ptr
+        d.sizes = self.sizes.ptr if self.sizes is not None else 0
         d.remap, d.counters, d.items, d.keys = self.remap.ptr, self.counters.ptr, self.items.ptr, self.keys.ptr
         d.tris = self.tris.ptr if self.tris is not None else 0
         # a top-down build permutes its copy of the boxes in the layout's node buffer, before the
@@ -324,6 +324,8 @@ class Tree:
         """(Re)build from ``sources`` (``lowers``/``uppers`` or ``points``/``indices`` arrays)."""
         self.sources = sources
         n, dev = self.n, self.device
+        if self.parallel_layout and self.sizes is None:
+            self.sizes = uninitialized(max(2 * n - 1, 1), dtype=T.int32, device=dev)
         self.write(self.descriptor())
         if n == 0:
             return

@@ -119,7 +119,7 @@ class Mesh:
             else check_leaf_size(bvh_leaf_size, "bvh_leaf_size")
         self._points, self._velocities, self.indices, self.groups = points, velocities, indices, groups
         self.support_winding_number = bool(support_winding_number)
-        self._stats = self._inspect(points, indices)
+        self._stats = self._queue_inspection(points, indices)
         self._bvh = None
         self._desc = uninitialized(1, dtype=MeshDesc, device=self.device)  # the build writes it first
         # per tree node: the dipole, area, centre and radius of its faces (the fast winding number)
@@ -138,7 +138,7 @@ class Mesh:
             wp.launch(_winding_refit, dim=max(2 * self._tree.n - 1, 1), inputs=[self.id], device=self.device,
                       record_tape=False)
 
-    def _inspect(self, points, indices):
+    def _queue_inspection(self, points, indices):
         """Queue the validation pass: (bad indices, non-finite points, summed edge length) on the device."""
         if points.size == 0 and indices.size:
             raise ValueError(f"Mesh indices: {indices.size // 3} triangle(s) refer to points outside [0, 0)")

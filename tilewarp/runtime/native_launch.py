@@ -208,10 +208,9 @@ def _install(library) -> None:
             _log("wp.launch's native path is unavailable (no Python headers or host compiler); launches take "
                  "the Python path (~1 us more each)")
         if ext is not None:
+            from . import retired
             from .array import array
             from .device import publish_defaults as publish
-
-            from . import retired
 
             ext.configure(array, array_token, retired.ids)
             _ext = ext
