@@ -86,7 +86,7 @@ def main():
     idx = wp.array(indices, dtype=wp.int32, device=dev)
     probe("mesh build, 1M triangles", lambda: wp.Mesh(points=pts, indices=idx), args.repeats)
     for bits in [int(b) for b in args.bits.split(",") if b]:
-        wp.utils.RADIX_BITS_GPU = bits
+        wp.utils.radix.RADIX_BITS_GPU = bits
         for label, fn in (("hash grid build", lambda: grid.build(particles, 0.04)),
                           ("mesh build", lambda: wp.Mesh(points=pts, indices=idx))):
             fn()
@@ -123,11 +123,11 @@ def sections(dev, builds=50):
     for owner, name in ((mesh.Mesh, "_queue_inspection"), (mesh.Mesh, "_check_inspection"), (bvh.Tree, "__init__"),
                         (bvh.Tree, "_sort"), (bvh.Tree, "refit"),
                         (bvh.Tree, "build"), (mesh.Mesh, "__init__"), (wp.utils, "sort_order"),
-                        (wp.utils, "_scan_rows"), (hash_grid.HashGrid, "build"), (wp, "launch"),
+                        (wp.utils.radix, "_scan_rows"), (hash_grid.HashGrid, "build"), (wp, "launch"),
                         (arrays.array, "zero_"), (arrays.array, "fill_"), (arrays.array, "numpy")):
         wrap(owner, name, f"{getattr(owner, '__name__', owner)}.{name}")
     for name in ("uninitialized", "empty", "zeros"):
-        for owner in (arrays, bvh, mesh, wp.utils):
+        for owner in (arrays, bvh, mesh, wp.utils.radix):
             if hasattr(owner, name):
                 wrap(owner, name, f"alloc:{name}")
     try:

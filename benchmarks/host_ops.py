@@ -12,6 +12,7 @@ import numpy as np
 
 import tilewarp as wp
 from tilewarp import utils
+from tilewarp.utils import core
 from tilewarp.runtime.array import uninitialized
 
 
@@ -45,8 +46,8 @@ def main():
     big = wp.zeros(1 << 20, dtype=wp.int32, device=dev)
     keys = wp.array(np.random.default_rng(1).integers(0, 1 << 21, 1 << 20).astype(np.uint32), device=dev)
     order = wp.empty(1 << 20, dtype=wp.int32, device=dev)
-    rows = utils._rows(big)
-    srows = utils._rows(small)
+    rows = core._rows(big)
+    srows = core._rows(small)
     stotals = wp.zeros((1, 1), dtype=wp.int32, device=dev)
     ops = {
         "wp.zeros(1024)": lambda: wp.zeros(1024, dtype=wp.int32, device=dev),
@@ -56,10 +57,10 @@ def main():
         "fill_(-1) (4 KB)": lambda: small.fill_(-1),
         "wp.launch, 1 thread (array, uint64)": lambda: wp.launch(_touch, dim=1, inputs=[small, 0], device=dev),
         "wp.launch_tiled, 1 block (utils._block_totals)": lambda: wp.launch_tiled(
-            utils._block_totals, dim=[1, 1], inputs=[srows, stotals], block_dim=utils.SCAN_BLOCK, device=dev,
+            core._block_totals, dim=[1, 1], inputs=[srows, stotals], block_dim=core.SCAN_BLOCK, device=dev,
             record_tape=False),
-        "utils._scan_rows, 1024 int32": lambda: utils._scan_rows(srows, srows, False),
-        "utils._scan_rows, 1M int32": lambda: utils._scan_rows(rows, rows, False),
+        "utils._scan_rows, 1024 int32": lambda: core._scan_rows(srows, srows, False),
+        "utils._scan_rows, 1M int32": lambda: core._scan_rows(rows, rows, False),
         "utils.sort_order, 1M keys, 21 bits": lambda: utils.sort_order(keys, order, 0, 21),
         "array.numpy() (4 KB)": small.numpy,
     }

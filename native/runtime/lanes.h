@@ -1,10 +1,10 @@
-// Lane- and block-level helpers for the library's own kernels (tilewarp/utils.py's radix sort, the
+// Lane- and block-level helpers for the library's own kernels (tilewarp/utils/'s radix sort, the
 // geometry builds' reductions).
 #pragma once
 
 namespace tw {
 
-// The radix sort's stable ranks (tilewarp/utils.py). A block of tasks takes a chunk of elements in
+// The radix sort's stable ranks (tilewarp/utils/radix.py). A block of tasks takes a chunk of elements in
 // rounds, one element per task a round, in task order. lane_digit_rank(d, round): the element's rank
 // among the chunk's elements so far holding digit d (earlier rounds, then earlier tasks of this
 // round); round 0 starts a chunk. d in [0, 256), or negative for no element (a padding task).

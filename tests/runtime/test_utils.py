@@ -317,7 +317,7 @@ def test_radix_sort_lane_path_on_the_cpu(monkeypatch, rng, kdtype):
     last chunk that is not full."""
     import functools
 
-    monkeypatch.setattr(wp.utils, "_radix_passes", functools.partial(wp.utils._radix_passes, lanes=True))
+    monkeypatch.setattr(wp.utils.radix, "_radix_passes", functools.partial(wp.utils.radix._radix_passes, lanes=True))
     n = 3003
     keys = rng.integers(-50, 50, 2 * n).astype(kdtype)
     k, v = wp.array(keys, device="cpu"), wp.array(np.arange(2 * n, dtype=np.int32), device="cpu")

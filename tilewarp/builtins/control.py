@@ -201,7 +201,7 @@ register(
     # reversed(range(start, stop, step)) -> (first, stop) of the range with step -step
     Builtin("reverse_range", _reverse_range, "tw::reverse_range", differentiable=False),
     # the radix sort's stable rank within a block's chunk, and the chunk's digit counts
-    # (tilewarp/utils.py; native/runtime/lanes.h)
+    # (tilewarp/utils/radix.py; native/runtime/lanes.h)
     Builtin("_lane_digit_rank", _lane_rank, "tw::lane_digit_rank", differentiable=False, unify_literals=False,
             side_effect=True, header="runtime/lanes.h"),
     Builtin("_lane_digit_count", _lane_count, "tw::lane_digit_count", differentiable=False, unify_literals=False,
