@@ -86,7 +86,7 @@ def main():
     idx = wp.array(indices, dtype=wp.int32, device=dev)
     probe("mesh build, 1M triangles", lambda: wp.Mesh(points=pts, indices=idx), args.repeats)
     for bits in [int(b) for b in args.bits.split(",") if b]:
-        wp.utils.radix.RADIX_BITS_GPU = bits
+        wp.utils.radix_lanes.RADIX_BITS_GPU = bits
         for label, fn in (("hash grid build", lambda: grid.build(particles, 0.04)),
                           ("mesh build", lambda: wp.Mesh(points=pts, indices=idx))):
             fn()

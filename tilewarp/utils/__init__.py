@@ -28,7 +28,8 @@ from ..language import types as T
 from ..runtime.array import array, clone, copy, empty
 from .core import (REDUCE_CHUNK, _FLOATS, _Int32s, _count, _flat, _launch, _name, _rows, _same_device,
                    _scalar4d, _scan_rows, array_scan)  # noqa: F401 (re-exported)
-from .radix import _order_flips, _ordered, _permute, _radix_passes, radix_sort_pairs, sort_order  # noqa: F401
+from .core import _order_flips, _ordered
+from .radix import _permute, _radix_passes, radix_sort_pairs, sort_order  # noqa: F401
 
 # ---- reductions ------------------------------------------------------------------------------------
 

@@ -151,3 +151,27 @@ def array_scan(in_array: array, out_array: array, inclusive: bool = True) -> Non
     x, y = _flat(in_array, "Input"), _flat(out_array, "Output")
     if x.size:
         _scan_rows(_rows(x), _rows(y), inclusive)
+
+
+# ---- sort keys ---------------------------------------------------------------------------------------
+
+
+@wp.func
+def _ordered(k: Any, sign: Any, flip_pos: Any, flip_neg: Any):
+    # the key's bits made unsigned-ordered: flip the sign bit of ints, and of floats all bits when negative
+    if (k & sign) == sign:
+        return k ^ flip_neg
+    return k ^ flip_pos
+
+
+@wp.func
+def _digit(k: Any, shift: Any, mask: Any, sign: Any, flip_pos: Any, flip_neg: Any):
+    return wp.int32((_ordered(k, sign, flip_pos, flip_neg) >> shift) & mask)
+
+
+def _order_flips(utype, kind: str):
+    """(sign, flip_pos, flip_neg) of ``_ordered`` for keys of ``kind`` stored as ``utype`` bits."""
+    bits = 8 * T.type_size(utype)
+    sign, ones = 1 << (bits - 1), (1 << bits) - 1
+    flips = {"uint": (0, 0), "int": (sign, sign), "float": (sign, ones)}[kind]
+    return [utype(sign), utype(flips[0]), utype(flips[1])]

@@ -12,28 +12,13 @@ import tilewarp as wp
 
 from ..language import types as T
 from ..runtime.array import array, clone, copy, uninitialized
-from .core import _Int32s, _launch, _name, _rows, _same_device, _scan_rows
+from . import radix_lanes
+from .core import _digit, _Int32s, _launch, _name, _order_flips, _rows, _same_device, _scan_rows
 
-RADIX_BITS_CPU = 11  # bits per radix sort pass on the CPU (a histogram of 2048 counts per chunk) ...
-RADIX_BITS_GPU = 8   # ... and on the GPU (256 counts per block of elements) ...
-RADIX_GROUP = 256    # ... whose blocks of this many tasks (at most 256: lanes.h's lane_digit_rank) ...
-RADIX_ROUNDS = 8     # ... take chunks of RADIX_GROUP * RADIX_ROUNDS elements (one task, this many, on the CPU)
+RADIX_BITS_CPU = 11  # bits per radix sort pass on the CPU (a histogram of 2048 counts per chunk)
 _CPU_DIGITS = 1 << RADIX_BITS_CPU  # the CPU kernels' local digit tables
 RADIX_CHUNKS_PER_THREAD = 4  # CPU: chunks (tasks) per pool thread
 RADIX_MIN_CHUNK = 4096       # CPU: elements a chunk holds at least
-
-
-@wp.func
-def _ordered(k: Any, sign: Any, flip_pos: Any, flip_neg: Any):
-    # the key's bits made unsigned-ordered: flip the sign bit of ints, and of floats all bits when negative
-    if (k & sign) == sign:
-        return k ^ flip_neg
-    return k ^ flip_pos
-
-
-@wp.func
-def _digit(k: Any, shift: Any, mask: Any, sign: Any, flip_pos: Any, flip_neg: Any):
-    return wp.int32((_ordered(k, sign, flip_pos, flip_neg) >> shift) & mask)
 
 
 @wp.kernel(enable_backward=False)
@@ -73,116 +58,38 @@ def _radix_scatter(keys: wp.array(dtype=Any), idx: _Int32s, keys_out: wp.array(d
 
 
 @wp.kernel(enable_backward=False)
-def _radix_lane_count(keys: wp.array(dtype=Any), hist: _Int32s, n: int, group: int, chunks: int, digits: int,
-                      shift: Any, mask: Any, sign: Any, flip_pos: Any, flip_neg: Any):
-    # GPU: a block of `group` tasks counts a chunk of group * RADIX_ROUNDS elements (lanes.h), then
-    # writes its column of the digit-major histogram, every digit. Padding tasks (past n) take part
-    # without a digit
-    t = wp.tid()
-    chunk = t // group
-    lane = t - chunk * group
-    first = chunk * group * RADIX_ROUNDS + lane
-    for e in range(RADIX_ROUNDS):  # a constant: unrolled, so the rounds' loads overlap
-        i = first + e * group
-        k = keys[wp.min(i, n - 1)]
-        d = int(-1)
-        if i < n:
-            d = _digit(k, shift, mask, sign, flip_pos, flip_neg)
-        wp._lane_digit_count(d, e)
-    # GPU: each task writes one digit's count (digits <= group); the CPU's one-task block, every digit.
-    # Every task calls _lane_digit_total the same number of times (it waits for the block's counts)
-    for dd in range(lane, wp.max(digits, group), group):
-        total = wp._lane_digit_total(dd)
-        if dd < digits:
-            hist[dd * chunks + chunk] = total
-
-
-@wp.kernel(enable_backward=False)
-def _radix_lane_scatter(keys: wp.array(dtype=Any), idx: _Int32s, keys_out: wp.array(dtype=Any), idx_out: _Int32s,
-                        slots: _Int32s, n: int, group: int, chunks: int, digits: int, first_pass: int,
-                        shift: Any, mask: Any, sign: Any, flip_pos: Any, flip_neg: Any):
-    # GPU: the chunk's elements are ranked among its equal digits and staged in digit order (lanes.h),
-    # then written out in that order, each digit's run to its (digit, chunk) slot
-    t = wp.tid()
-    chunk = t // group
-    lane = t - chunk * group
-    first = chunk * group * RADIX_ROUNDS + lane
-    wp._lane_digit_starts(slots, chunk, chunks, digits, n)
-    for e in range(RADIX_ROUNDS):
-        i = first + e * group
-        at = wp.min(i, n - 1)
-        k = keys[at]
-        d = int(-1)
-        if i < n:
-            d = _digit(k, shift, mask, sign, flip_pos, flip_neg)
-        r = wp._lane_digit_rank(d, e)
-        v = at
-        if not first_pass:
-            v = idx[at]
-        wp._lane_stage(d, r, k, v)
-    for e in range(RADIX_ROUNDS):
-        staged = wp._lane_flush(e, keys[0])
-        if staged[2] >= 0:
-            keys_out[staged[2]] = staged[0]
-            idx_out[staged[2]] = staged[1]
-
-
-@wp.kernel(enable_backward=False)
 def _gather(src: wp.array(dtype=Any), idx: _Int32s, dst: wp.array(dtype=Any)):
     i = wp.tid()
     dst[i] = src[idx[i]]
 
 
-def _order_flips(utype, kind: str):
-    """(sign, flip_pos, flip_neg) of ``_ordered`` for keys of ``kind`` stored as ``utype`` bits."""
-    bits = 8 * T.type_size(utype)
-    sign, ones = 1 << (bits - 1), (1 << bits) - 1
-    flips = {"uint": (0, 0), "int": (sign, sign), "float": (sign, ones)}[kind]
-    return [utype(sign), utype(flips[0]), utype(flips[1])]
-
-
 def _radix_passes(keys: array, begin: int, end: int, kind: str, lanes: bool | None = None) -> array:
     """Sort the contiguous uint32/uint64 bit patterns ``keys`` in place (as keys of ``kind``) by bits
     [begin, end); return the permutation applied (int32: sorted position -> original index).
-    ``lanes``: rank by warp lanes (the GPU's way; the default there) rather than by chunk tasks."""
+    ``lanes``: rank by warp lanes (the GPU's way; the default there, ``radix_lanes``) rather than by
+    chunk tasks."""
     n, device, utype = keys.size, keys.device, keys.dtype
-    lanes = not device.is_cpu if lanes is None else lanes
-    if lanes:  # a block of RADIX_GROUP tasks (one task on the CPU) takes a chunk in RADIX_ROUNDS rounds
-        bits, group = RADIX_BITS_GPU, RADIX_GROUP if not device.is_cpu else 1
-        chunks = -(-n // (group * RADIX_ROUNDS))
-        tasks = chunks * group
-    else:
-        bits = RADIX_BITS_CPU
-        threads = device.backend.num_threads if device.is_cpu else 1
-        chunk = max(RADIX_MIN_CHUNK, -(-n // (RADIX_CHUNKS_PER_THREAD * threads)))
-        chunks = -(-n // chunk)
+    if (not device.is_cpu if lanes is None else lanes):
+        return radix_lanes.lane_passes(keys, begin, end, kind)
+    threads = device.backend.num_threads if device.is_cpu else 1
+    chunk = max(RADIX_MIN_CHUNK, -(-n // (RADIX_CHUNKS_PER_THREAD * threads)))
+    chunks = -(-n // chunk)
     # scratch every pass writes before reading (each count kernel writes its digits' whole histogram
     # rows, and a pass scans only those): no zero fill
-    hist = uninitialized((1 << bits) * chunks, dtype=T.int32, device=device)
+    hist = uninitialized(_CPU_DIGITS * chunks, dtype=T.int32, device=device)
     idx = [uninitialized(n, dtype=T.int32, device=device) for _ in range(2)]
     bufs = [keys, uninitialized(n, dtype=utype, device=device)]
     flips = _order_flips(utype, kind)
-    shifts = range(begin, end, bits)
+    shifts = range(begin, end, RADIX_BITS_CPU)
     for p, shift in enumerate(shifts):
-        digits = 1 << min(bits, end - shift)
+        digits = 1 << min(RADIX_BITS_CPU, end - shift)
         digit = [utype(shift), utype(digits - 1), *flips]
         src, dst = p % 2, 1 - p % 2
-        if lanes:
-            inputs = [bufs[src], hist, n, group, chunks, digits, *digit]
-            wp.launch(_radix_lane_count, dim=tasks, inputs=inputs, device=device, block_dim=RADIX_GROUP,
-                      record_tape=False)
-        else:
-            _launch(_radix_count, chunks, [bufs[src], hist, n, chunk, chunks, *digit], device)
+        _launch(_radix_count, chunks, [bufs[src], hist, n, chunk, chunks, *digit], device)
         rows = _rows(hist[:digits * chunks])
         _scan_rows(rows, rows, False)
-        if lanes:
-            inputs = [bufs[src], idx[src], bufs[dst], idx[dst], hist, n, group, chunks, digits, int(p == 0),
-                      *digit]
-            wp.launch(_radix_lane_scatter, dim=tasks, inputs=inputs, device=device, block_dim=RADIX_GROUP,
-                      record_tape=False)
-        else:
-            inputs = [bufs[src], idx[src], bufs[dst], idx[dst], hist, n, chunk, chunks, int(p == 0), *digit]
-            _launch(_radix_scatter, chunks, inputs, device)
+        inputs = [bufs[src], idx[src], bufs[dst], idx[dst], hist, n, chunk, chunks, int(p == 0), *digit]
+        _launch(_radix_scatter, chunks, inputs, device)
     if len(shifts) % 2:
         copy(keys, bufs[1])
     return idx[len(shifts) % 2]
