@@ -258,6 +258,68 @@ def test_sorted_order_and_rebuild(device):
         np.testing.assert_array_equal(perm, np.argsort(bucket, kind="stable"))
 
 
+def _reference_build(pts, width, dims):
+    """(sorted order, cell starts, cell ends) of a build, in float64 NumPy: floor(p / width) per axis
+    (NaN -> 0, clamped to int32), wrapped by the dims, ordered by bucket and stable within one."""
+    c = np.floor(pts.astype(np.float64) * (1.0 / width))
+    c = np.clip(np.where(np.isnan(c), 0.0, c), -2.0**31, 2.0**31 - 1).astype(np.int64) % np.array(dims)
+    bucket = (c[:, 2] * dims[1] + c[:, 1]) * dims[0] + c[:, 0]
+    order = np.argsort(bucket, kind="stable")
+    cells, first, count = np.unique(bucket[order], return_index=True, return_counts=True)
+    starts, ends = np.zeros(np.prod(dims), np.int32), np.zeros(np.prod(dims), np.int32)
+    starts[cells], ends[cells] = first, first + count
+    return order, starts, ends
+
+
+def _awkward_cloud(rng, n, width):
+    """Points across negative and positive coordinates, some on cell faces exactly, a few NaN, +-inf,
+    -0 or too large for int32 cells."""
+    pts = (rng.random((n, 3)) * 12.0 - 5.0).astype(np.float32)
+    on_faces = rng.random(n) < 0.1
+    pts[on_faces] = (np.round(pts[on_faces] / width) * width).astype(np.float32)
+    odd = rng.integers(0, n, max(1, n // 40))
+    pts[odd, rng.integers(0, 3, len(odd))] = rng.choice([np.nan, np.inf, -np.inf, 3e38, -3e38, 1e10, -1e10, -0.0],
+                                                        len(odd))
+    return pts
+
+
+# bucket bits: 21 (two halves of 10 and 11), 22, 6 and 13 (uneven grids), 24 (past the CPU split: the
+# radix sort); one point and few points (partitions of a handful, sorted by insertion)
+@pytest.mark.parametrize("dims,n", [((128, 128, 128), 20000), ((256, 128, 128), 5000), ((3, 5, 4), 3000),
+                                    ((37, 11, 19), 7000), ((256, 256, 256), 3000), ((128, 128, 128), 1),
+                                    ((64, 64, 64), 40)])
+def test_build_matches_reference(device, dims, n):
+    """The sorted order and every cell's run equal a float64 reference bit for bit, including points
+    with NaN, infinite, huge or negative coordinates; rebuilds with more, then fewer points clear
+    the cells the previous build filled."""
+    rng = np.random.default_rng(sum(dims) + n)
+    grid = wp.HashGrid(*dims, device=device)
+    for size, width in ((n, 0.37), (2 * n + 3, 0.05), (max(1, n // 3), 1.0)):
+        pts = _awkward_cloud(rng, size, width)
+        grid.build(wp.array(pts, dtype=wp.vec3, device=device), width)
+        order, starts, ends = _reference_build(pts, width, dims)
+        np.testing.assert_array_equal(grid._ids.numpy()[:size], order)
+        np.testing.assert_array_equal(grid._starts.numpy(), starts)
+        np.testing.assert_array_equal(grid._ends.numpy(), ends)
+
+
+def test_build_strided_and_double_points(device):
+    """A strided 1-d points array and float64 points bucket as their float64 reference."""
+    rng = np.random.default_rng(12)
+    pts = _awkward_cloud(rng, 6000, 0.1)
+    grid = wp.HashGrid(64, 32, 64, device=device)
+    grid.build(wp.array(pts, dtype=wp.vec3, device=device)[::2], 0.1)
+    order, starts, ends = _reference_build(pts[::2], 0.1, (64, 32, 64))
+    np.testing.assert_array_equal(grid._ids.numpy()[:3000], order)
+    np.testing.assert_array_equal(grid._starts.numpy(), starts)
+    grid64 = wp.HashGrid(64, 32, 64, device=device, dtype=wp.float64)
+    pts64 = pts.astype(np.float64) * 1.0000001
+    grid64.build(wp.array(pts64, dtype=wp.vec3d, device=device), 0.1)
+    order, starts, ends = _reference_build(pts64, 0.1, (64, 32, 64))
+    np.testing.assert_array_equal(grid64._ids.numpy()[:6000], order)
+    np.testing.assert_array_equal(grid64._ends.numpy(), ends)
+
+
 def test_multidimensional_points(device):
     rng = np.random.default_rng(7)
     pts = _cloud(rng, 200, 0.0, 1.0)

@@ -106,6 +106,14 @@ def _cell(args, template):
     return T.int32
 
 
+def _internal(n):
+    @arity(n)
+    def rule(args, template):
+        return None
+
+    return rule
+
+
 register(
     Builtin("hash_grid_query", _query, "tw::hash_grid_query", differentiable=False, unify_literals=False,
             header=HEADER),
@@ -117,4 +125,9 @@ register(
     # by the same function as the queries' cells
     Builtin("_hash_grid_cell", _cell, "tw::hash_grid_cell", differentiable=False, unify_literals=False,
             header=HEADER),
+    # the CPU build's sort steps (tilewarp/geometry/hash_grid.py: _cpu_build), one chunk per call
+    Builtin("_hash_grid_partition", _internal(10), "tw::hash_grid_partition", differentiable=False,
+            side_effect=True, unify_literals=False, header=HEADER),
+    Builtin("_hash_grid_sort_cells", _internal(11), "tw::hash_grid_sort_cells", differentiable=False,
+            side_effect=True, unify_literals=False, header=HEADER),
 )

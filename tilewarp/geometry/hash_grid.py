@@ -3,8 +3,10 @@
 The build runs as tilewarp kernels on the grid's device (the CPU's thread pool, or the GPU): each
 point's bucket (the same C++ function the queries use, ``native/geometry/hash_grid.h``), a stable
 radix sort of (bucket[, group]) keys with the point indices (``wp.utils.radix_sort_pairs``), then
-the start and end of each bucket's run. Its result is deterministic: the sort is stable, so points
-sharing a bucket keep their input order and queries visit them the same way every run.
+the start and end of each bucket's run. On the CPU the sort and the runs are one counting sort
+into cells instead (see ``_cpu_count``), for buckets of up to 22 bits. Its result is deterministic:
+the sort is stable, so points sharing a bucket keep their input order and queries visit them the
+same way every run, whichever way it was built.
 
 The grid id handed to kernels is the address of a one-element array holding the descriptor
 (``HashGridDesc``), rewritten by a one-thread kernel after each build, so builds stay in stream
@@ -91,6 +93,67 @@ def _gather_groups(ids: wp.array(dtype=wp.int32), groups: wp.array(dtype=wp.int3
     out[i] = groups[ids[i]]
 
 
+# ---- the CPU build: a counting sort into cells ---------------------------------------------------
+# The CPU's pool has a few threads, each of which sorts best with its data in cache. So a build there
+# splits each point's bucket into its high and low bits: the points are partitioned stably by the
+# high bits (one count and one scatter per chunk of points, as a radix pass), then each partition,
+# small enough to stay in cache, is counting-sorted by the low bits, which also gives each bucket's
+# run directly (no separate pass over the sorted keys to find where runs start and end). The result
+# is the same order as any stable sort by bucket. Keys are computed in the first count (no pass of
+# their own).
+CPU_DIGIT_BITS = 11  # the most bits either split takes (tables of 2048 counts, 8 KB; hash_grid.h's too)
+_CPU_DIGITS = 1 << CPU_DIGIT_BITS
+CPU_CHUNKS_PER_THREAD = 4  # chunks of points (tasks) per pool thread
+CPU_MIN_CHUNK = 4096       # points a chunk holds at least
+
+
+@wp.kernel(enable_backward=False)
+def _cpu_count(points: wp.array(dtype=Any), inv_width: wp.float64, dx: int, dy: int, dz: int, n: int, chunk: int,
+               chunks: int, low: int, parts: int, keys: wp.array(dtype=wp.int32), hist: wp.array(dtype=wp.int32)):
+    # one task per chunk of points: their buckets, and how many of them fall in each partition (a
+    # bucket's high bits), as the chunk's column of the partition-major histogram hist[h * chunks + b]
+    b = wp.tid()
+    counts = wp.zeros(shape=_CPU_DIGITS, dtype=wp.int32)
+    for i in range(b * chunk, wp.min(n, (b + 1) * chunk)):
+        k = wp._hash_grid_cell(points[i], inv_width, dx, dy, dz)
+        keys[i] = k
+        h = k >> low
+        counts[h] = counts[h] + 1  # not +=, which is an atomic add (a locked one on the CPU)
+    for h in range(parts):
+        hist[h * chunks + b] = counts[h]
+
+
+@wp.kernel(enable_backward=False)
+def _cpu_scan(hist: wp.array(dtype=wp.int32), size: int):
+    # one task: each (partition, chunk)'s first slot (parts * chunks counts, tens of microseconds: not
+    # worth the launches of a parallel scan)
+    total = int(0)
+    for j in range(size):
+        c = hist[j]
+        hist[j] = total
+        total += c
+
+
+@wp.kernel(enable_backward=False)
+def _cpu_partition(keys: wp.array(dtype=wp.int32), ids: wp.array(dtype=wp.int32), hist: wp.array(dtype=wp.int32),
+                   n: int, chunk: int, chunks: int, low: int, parts: int):
+    # one task per chunk of points (native/geometry/hash_grid.h: hash_grid_partition)
+    b = wp.tid()
+    wp._hash_grid_partition(keys, ids, hist, n, b * chunk, wp.min(n, (b + 1) * chunk), low, parts, chunks, b)
+
+
+@wp.kernel(enable_backward=False)
+def _cpu_cells(keys: wp.array(dtype=wp.int32), ids: wp.array(dtype=wp.int32), hist: wp.array(dtype=wp.int32),
+               starts: wp.array(dtype=wp.int32), ends: wp.array(dtype=wp.int32), n: int, low: int, parts: int,
+               chunks: int, tasks: int):
+    # one task per 1 / tasks of the points (not of the partitions, which crowd where the points are):
+    # the partitions that start there (native/geometry/hash_grid.h: hash_grid_sort_cells)
+    t = wp.tid()
+    lo = wp.int32(wp.int64(t) * wp.int64(n) // wp.int64(tasks))
+    hi = wp.int32(wp.int64(t + 1) * wp.int64(n) // wp.int64(tasks))
+    wp._hash_grid_sort_cells(keys, ids, hist, starts, ends, n, lo, hi, low, parts, chunks)
+
+
 @wp.kernel(enable_backward=False)
 def _store(desc: wp.array(dtype=HashGridDesc), value: HashGridDesc):
     desc[0] = value
@@ -128,6 +191,7 @@ class HashGrid:
         self._capacity = 0
         self._grouped_capacity = 0
         self._starts = self._ends = None
+        self._hist = None  # the CPU build's histogram (_cpu_build)
         # the last build's point count and grouping, whose sorted keys name the cells to clear; None:
         # not known (a build that failed midway, or one in a CUDA graph, whose replays the host
         # does not follow), so the next build clears every cell
@@ -204,19 +268,23 @@ class HashGrid:
         self._clear()
         self._ensure(n, groups is not None)
         dims = list(self._dims)
+        bits = max(1, (self._cells - 1).bit_length())
         if n:
-            if groups is None:
+            # (the partitions sit at offset n of 2n-long buffers, indexed in int32)
+            if groups is None and self.device.is_cpu and bits <= 2 * CPU_DIGIT_BITS and n < 1 << 30:
+                self._cpu_build(points, n, width, bits)
+            elif groups is None:
                 keys, ids = self._keys, self._ids
                 wp.launch(_bucket_keys, dim=n, inputs=[points, 1.0 / width, *dims, keys], device=self.device,
                           record_tape=False)
-                utils.sort_order(keys[:n].view(T.uint32), ids[:n], 0, max(1, (self._cells - 1).bit_length()))
+                utils.sort_order(keys[:n].view(T.uint32), ids[:n], 0, bits)
                 wp.launch(_runs, dim=n, inputs=[keys, n, self._starts, self._ends], device=self.device,
                           record_tape=False)
             else:
                 keys, ids = self._keys64, self._ids
                 wp.launch(_group_keys, dim=n, inputs=[points, groups, 1.0 / width, *dims, keys],
                           device=self.device, record_tape=False)
-                utils.sort_order(keys[:n].view(T.uint64), ids[:n], 0, 32 + max(1, (self._cells - 1).bit_length()))
+                utils.sort_order(keys[:n].view(T.uint64), ids[:n], 0, 32 + bits)
                 wp.launch(_group_runs, dim=n, inputs=[keys, n, self._starts, self._ends], device=self.device,
                           record_tape=False)
                 wp.launch(_gather_groups, dim=n, inputs=[ids, groups, self._sorted_groups], device=self.device,
@@ -225,6 +293,25 @@ class HashGrid:
         self._filled = None if self.device.is_capturing else (n, groups is not None)
         self._write(num_points=n, width=width, grouped=groups is not None)
         self.reserved = True
+
+    def _cpu_build(self, points, n: int, width: float, bits: int):
+        """The CPU's build (see _cpu_count): buckets of ``bits`` bits, split into partitions by their
+        high half and cells within a partition by the low one."""
+        low = bits // 2
+        parts = ((self._cells - 1) >> low) + 1
+        threads = self.device.backend.num_threads
+        chunk = max(CPU_MIN_CHUNK, -(-n // (CPU_CHUNKS_PER_THREAD * threads)))
+        chunks = -(-n // chunk)
+        if self._hist is None or self._hist.size < parts * chunks:
+            self._hist = uninitialized(parts * chunks, dtype=T.int32, device=self.device)  # each build writes it
+        keys, ids, hist, dev = self._keys, self._ids, self._hist, self.device
+        wp.launch(_cpu_count, dim=chunks, inputs=[points, 1.0 / width, *self._dims, n, chunk, chunks, low, parts, keys,
+                                                  hist], device=dev, record_tape=False)
+        wp.launch(_cpu_scan, dim=1, inputs=[hist, parts * chunks], device=dev, record_tape=False)
+        wp.launch(_cpu_partition, dim=chunks, inputs=[keys, ids, hist, n, chunk, chunks, low, parts], device=dev,
+                  record_tape=False)
+        wp.launch(_cpu_cells, dim=chunks, inputs=[keys, ids, hist, self._starts, self._ends, n, low, parts, chunks,
+                                                  chunks], device=dev, record_tape=False)
 
     def _clear(self):
         """Empty the cells the previous build filled (its sorted keys are still in the key buffers):
