@@ -310,21 +310,38 @@ def test_radix_sort_pairs(device, ref, rng, n, kdtype):
     np.testing.assert_array_equal(ours[1][n:], values[n:])  # the rest is left alone
 
 
-@pytest.mark.parametrize("kdtype", ["int32", "float64"])
-def test_radix_sort_lane_path_on_the_cpu(monkeypatch, rng, kdtype):
-    """The GPU's sort (block ranks over rounds, 8-bit digits) run on the CPU, where a block is one task
-    taking RADIX_ROUNDS elements: its histogram, scan and scatter must give the stable order too, with a
-    last chunk that is not full."""
+@pytest.mark.parametrize("kdtype,n", [("int32", 3003), ("float64", 3003), ("uint64", 20011), ("float32", 9)])
+def test_radix_sort_lane_path_on_the_cpu(monkeypatch, rng, kdtype, n):
+    """The GPU's sort (a histogram of every pass, then one pass a launch: block ranks over rounds, 8-bit
+    digits, look-back over the chunks before) run on the CPU, where a block is one task taking
+    RADIX_ROUNDS elements: it must give the stable order too, with a last chunk that is not full."""
     import functools
 
     monkeypatch.setattr(wp.utils.radix, "_radix_passes", functools.partial(wp.utils.radix._radix_passes, lanes=True))
-    n = 3003
     keys = rng.integers(-50, 50, 2 * n).astype(kdtype)
+    if kdtype == "uint64":  # spread over every byte (all eight passes) with many equal keys
+        keys = rng.integers(0, 200, 2 * n).astype(np.uint64) * np.uint64(0x0101010101010101)
     k, v = wp.array(keys, device="cpu"), wp.array(np.arange(2 * n, dtype=np.int32), device="cpu")
     wp.utils.radix_sort_pairs(k, v, n)
     order = np.argsort(keys[:n], kind="stable")
     np.testing.assert_array_equal(v.numpy()[:n], order)
     np.testing.assert_array_equal(k.numpy()[:n], keys[:n][order])
+
+
+@pytest.mark.parametrize("bits", [1, 5, 8, 13, 21, 31])
+def test_sort_order_lane_path_on_the_cpu_over_bit_ranges(monkeypatch, rng, bits):
+    """sort_order over [0, bits): a last pass of fewer than 8 bits counts and places only its digits;
+    the bits above the range (set here) are left out of the order."""
+    import functools
+
+    monkeypatch.setattr(wp.utils.radix, "_radix_passes", functools.partial(wp.utils.radix._radix_passes, lanes=True))
+    n = 5000
+    low = rng.integers(0, 1 << bits, n).astype(np.uint32)
+    keys = low | (rng.integers(0, 2, n).astype(np.uint32) << np.uint32(31)) if bits < 31 else low
+    k, order = wp.array(keys, device="cpu"), wp.empty(n, dtype=wp.int32, device="cpu")
+    wp.utils.sort_order(k, order, 0, bits)
+    np.testing.assert_array_equal(order.numpy(), np.argsort(low, kind="stable"))
+    np.testing.assert_array_equal(k.numpy(), keys[np.argsort(low, kind="stable")])
 
 
 @pytest.mark.parametrize("vdtype,inner", [("float64", ()), ("vec2h", (2,)), ("uint32", ())])

@@ -129,23 +129,51 @@ def _reverse_range(args, template):
     return T.TupleType((args[0], args[0]))
 
 
-def _lane_rank(args, template):
-    if len(args) != 2 or args[0] is not T.int32 or args[1] is not T.int32:
-        fail(f"expects (digit: int32, round: int32), got ({names(args)})")
+def _ints(args, what):
+    if len(args) != len(what) or any(a is not T.int32 for a in args):
+        fail(f"expects ({', '.join(what)}: int32), got ({names(args)})")
+
+
+def _lane_element(args, template):
+    _ints(args, ["round"])
     return T.int32
 
 
-def _lane_starts(args, template):
-    if len(args) != 5 or not isinstance(args[0], T.ArrayType) or args[0].dtype is not T.int32 or \
-            any(a is not T.int32 for a in args[1:]):
-        fail(f"expects (slots: array(int32), chunk, chunks, digits, n: int32), got ({names(args)})")
+def _lane_rank(args, template):
+    _ints(args, ["digit", "round", "bits"])
+    return None
+
+
+def _lane_tally(args, template):
+    _ints(args, ["digit", "table", "round"])
+    return None
+
+
+def _lane_tally_total(args, template):
+    _ints(args, ["digit", "table"])
+    return T.int32
+
+
+def _counters(args, arrays, what):
+    if len(args) != arrays + len(what) or any(a is not T.int32 for a in args[arrays:]) or \
+            any(not isinstance(a, T.ArrayType) or a.dtype is not T.int64 or a.ndim != 1 for a in args[:arrays]):
+        fail(f"expects ({arrays} array(int64), then {', '.join(what)}: int32), got ({names(args)})")
+
+
+def _lane_ticket(args, template):
+    _counters(args, 1, ["slot"])
+    return T.int32
+
+
+def _lane_bases(args, template):
+    _counters(args, 2, ["chunk", "digits"])
     return None
 
 
 def _lane_stage(args, template):
     if len(args) != 4 or args[0] is not T.int32 or args[1] is not T.int32 or args[2] not in (T.uint32, T.uint64) \
             or args[3] is not T.int32:
-        fail(f"expects (digit: int32, rank: int32, key: uint32/uint64, value: int32), got ({names(args)})")
+        fail(f"expects (digit: int32, round: int32, key: uint32/uint64, value: int32), got ({names(args)})")
     return None
 
 
@@ -153,17 +181,6 @@ def _lane_flush(args, template):
     if len(args) != 2 or args[0] is not T.int32 or args[1] not in (T.uint32, T.uint64):
         fail(f"expects (round: int32, key: uint32/uint64), got ({names(args)})")
     return T.TupleType((args[1], T.int32, T.int32))
-
-
-def _lane_count(args, template):
-    _lane_rank(args, template)
-    return None
-
-
-def _lane_total(args, template):
-    if len(args) != 1 or args[0] is not T.int32:
-        fail(f"expects (digit: int32), got ({names(args)})")
-    return T.int32
 
 
 def _lane_fold(args, template):
@@ -201,19 +218,22 @@ register(
     # reversed(range(start, stop, step)) -> (first, stop) of the range with step -step
     Builtin("reverse_range", _reverse_range, "tw::reverse_range", differentiable=False),
     # the radix sort's stable rank within a block's chunk, and the chunk's digit counts
-    # (tilewarp/utils/radix.py; native/runtime/lanes.h)
+    # (tilewarp/utils/radix_lanes.py; native/runtime/lanes.h)
+    Builtin("_lane_element", _lane_element, "tw::lane_element", differentiable=False, header="runtime/lanes.h"),
     Builtin("_lane_digit_rank", _lane_rank, "tw::lane_digit_rank", differentiable=False, unify_literals=False,
             side_effect=True, header="runtime/lanes.h"),
-    Builtin("_lane_digit_count", _lane_count, "tw::lane_digit_count", differentiable=False, unify_literals=False,
+    Builtin("_lane_digit_tally", _lane_tally, "tw::lane_digit_tally", differentiable=False, unify_literals=False,
             side_effect=True, header="runtime/lanes.h"),
-    Builtin("_lane_digit_starts", _lane_starts, "tw::lane_digit_starts", differentiable=False,
-            unify_literals=False, side_effect=True, header="runtime/lanes.h"),
+    Builtin("_lane_tally_total", _lane_tally_total, "tw::lane_tally_total", differentiable=False,
+            unify_literals=False, header="runtime/lanes.h"),
+    Builtin("_lane_ticket", _lane_ticket, "tw::lane_ticket", differentiable=False, unify_literals=False,
+            side_effect=True, header="runtime/lanes.h"),
+    Builtin("_lane_digit_bases", _lane_bases, "tw::lane_digit_bases", differentiable=False, unify_literals=False,
+            side_effect=True, header="runtime/lanes.h"),
     Builtin("_lane_stage", _lane_stage, "tw::lane_stage", differentiable=False, unify_literals=False,
             side_effect=True, header="runtime/lanes.h"),
     Builtin("_lane_flush", _lane_flush, "tw::lane_flush", differentiable=False, unify_literals=False,
             side_effect=True, header="runtime/lanes.h"),
-    Builtin("_lane_digit_total", _lane_total, "tw::lane_digit_total", differentiable=False, unify_literals=False,
-            header="runtime/lanes.h"),
     # a warp's fold of one value per lane, and the lane that writes it: the library's reductions
     # (geometry builds) send one atomic per warp instead of one per thread
     *(Builtin(f"_lane_{op}", _lane_fold, f"tw::lane_{op}", differentiable=False, header="runtime/lanes.h")

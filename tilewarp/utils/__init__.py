@@ -8,12 +8,11 @@ validation of segment bounds (a zero-copy NumPy view of host memory, as Warp val
 
 Building blocks: reductions sum chunks of a row per thread into partial sums, level after level;
 scans are blocked (block totals, their exclusive scan, then a tile scan of each block plus its offset);
-sorts are LSD radix sorts: per digit a histogram per chunk of elements, an exclusive scan of the
-digit-major histogram (so each (digit, chunk) gets its first slot), then a stable scatter. On the CPU
-the chunks are few and large, one task counts and scatters each in order, over 11-bit digits; on the
-GPU a chunk is 2048 elements, which a block of 256 tasks takes in eight rounds, each element ranked
-among the chunk's equal digits so far (``wp._lane_digit_rank``: lane votes per warp, the warps'
-counts and the chunk's running counts in shared memory), over 8-bit digits, with no atomics.
+sorts are LSD radix sorts (``radix``): on the CPU per digit a histogram per chunk of elements, an
+exclusive scan of the digit-major histogram (so each (digit, chunk) gets its first slot), then a
+stable scatter, one task a chunk, over 11-bit digits; on the GPU (``radix_lanes``) one launch counts
+every pass's 8-bit digits, then one launch a pass ranks each chunk of 2048 elements across a block of
+warps and places it by decoupled look-back over the chunks before it.
 """
 from __future__ import annotations
 

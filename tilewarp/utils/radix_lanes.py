@@ -1,8 +1,10 @@
-"""The GPU's radix sort passes (also run on the CPU, one task a block, to test them there): a chunk
-of RADIX_GROUP * RADIX_ROUNDS elements is taken by a block of RADIX_GROUP tasks in RADIX_ROUNDS
-rounds, each element ranked among the chunk's equal digits so far (``wp._lane_digit_rank``: lane
-votes per warp, the warps' counts and the chunk's running counts in shared memory, no atomics), over
-8-bit digits; native/runtime/lanes.h has the block-level helpers."""
+"""The GPU's radix sort (also run on the CPU, one task a block, to test it there): one launch counts
+every pass's 8-bit digits, then one launch a pass ("onesweep"): a block of RADIX_GROUP tasks takes
+the next chunk of RADIX_GROUP * RADIX_ROUNDS elements, each warp ranks its own 256 of them among
+equal digits (lane votes, no block barrier), the block finds where each digit's run goes by
+decoupled look-back over the chunks before it (no scan launches between passes), stages the chunk
+in digit order in shared memory and writes it out a digit run at a time. The block-level helpers
+are native/runtime/lanes.h's."""
 from __future__ import annotations
 
 from typing import Any
@@ -10,93 +12,112 @@ from typing import Any
 import tilewarp as wp
 
 from ..language import types as T
-from ..runtime.array import array, copy, uninitialized
-from .core import _digit, _Int32s, _order_flips, _rows, _scan_rows
+from ..runtime.array import array, copy, empty, uninitialized
+from .core import _digit, _Int32s, _order_flips
 
 RADIX_BITS_GPU = 8   # bits per pass (256 counts per block of elements) ...
 RADIX_GROUP = 256    # ... whose blocks of this many tasks (at most 256: lanes.h's lane_digit_rank) ...
 RADIX_ROUNDS = 8     # ... take chunks of RADIX_GROUP * RADIX_ROUNDS elements (one task, this many, on the CPU)
+HISTOGRAM_SPAN = 1   # chunks a block counts in the histogram launch (fewer blocks: fewer global atomics)
+
+
+_Int64s = wp.array(dtype=wp.int64)
 
 
 @wp.kernel(enable_backward=False)
-def _radix_lane_count(keys: wp.array(dtype=Any), hist: _Int32s, n: int, group: int, chunks: int, digits: int,
-                      shift: Any, mask: Any, sign: Any, flip_pos: Any, flip_neg: Any):
-    # GPU: a block of `group` tasks counts a chunk of group * RADIX_ROUNDS elements (lanes.h), then
-    # writes its column of the digit-major histogram, every digit. Padding tasks (past n) take part
-    # without a digit
+def _radix_lane_histograms(keys: wp.array(dtype=Any), counters: _Int64s, n: int, group: int, span: int, passes: int,
+                           shift: Any, step: Any, mask: Any, last_mask: Any, sign: Any, flip_pos: Any, flip_neg: Any):
+    # every pass's digit counts over the whole array, ahead of the passes, from one read of the keys: a
+    # block of `group` tasks tallies `span` chunks in shared memory, a table a pass (lanes.h), then adds
+    # them to counters[passes:], 256 a pass (one atomic per block and digit)
     t = wp.tid()
-    chunk = t // group
-    lane = t - chunk * group
-    first = chunk * group * RADIX_ROUNDS + lane
+    block = t // group
+    base = block * span * group * RADIX_ROUNDS
+    for c in range(span):
+        for e in range(RADIX_ROUNDS):
+            i = base + c * group * RADIX_ROUNDS + wp._lane_element(e)
+            k = keys[wp.min(i, n - 1)]
+            s = shift
+            for p in range(passes):
+                m = mask
+                if p == passes - 1:
+                    m = last_mask
+                d = int(-1)
+                if i < n:
+                    d = _digit(k, s, m, sign, flip_pos, flip_neg)
+                wp._lane_digit_tally(d, p, c * RADIX_ROUNDS + e)
+                s = s + step
+    # GPU: each task adds one digit's counts (256 = group); the CPU's one-task block, every digit.
+    # Every task calls _lane_tally_total the same number of times (it waits for the tallies)
+    lane = t - block * group
+    for dd in range(lane, 256, group):
+        for p in range(passes):
+            total = wp._lane_tally_total(dd, p)
+            if total > 0:
+                wp.atomic_add(counters, passes + p * 256 + dd, wp.int64(total))
+
+
+@wp.kernel(enable_backward=False)
+def _radix_lane_sweep(keys: wp.array(dtype=Any), idx: _Int32s, keys_out: wp.array(dtype=Any), idx_out: _Int32s,
+                      counters: _Int64s, status: _Int64s, hist: _Int64s, n: int, group: int, digits: int, bits: int, p: int,
+                      first_pass: int, shift: Any, mask: Any, sign: Any, flip_pos: Any, flip_neg: Any):
+    # one pass: the block takes the next chunk (a ticket), ranks its elements among equal digits, finds
+    # each digit's place by look-back over the chunks before it, stages the chunk in digit order and
+    # writes it out a digit run at a time (lanes.h)
+    chunk = wp._lane_ticket(counters, p)
+    base = chunk * group * RADIX_ROUNDS
     for e in range(RADIX_ROUNDS):  # a constant: unrolled, so the rounds' loads overlap
-        i = first + e * group
-        k = keys[wp.min(i, n - 1)]
+        i = base + wp._lane_element(e)
         d = int(-1)
         if i < n:
-            d = _digit(k, shift, mask, sign, flip_pos, flip_neg)
-        wp._lane_digit_count(d, e)
-    # GPU: each task writes one digit's count (digits <= group); the CPU's one-task block, every digit.
-    # Every task calls _lane_digit_total the same number of times (it waits for the block's counts)
-    for dd in range(lane, wp.max(digits, group), group):
-        total = wp._lane_digit_total(dd)
-        if dd < digits:
-            hist[dd * chunks + chunk] = total
-
-
-@wp.kernel(enable_backward=False)
-def _radix_lane_scatter(keys: wp.array(dtype=Any), idx: _Int32s, keys_out: wp.array(dtype=Any), idx_out: _Int32s,
-                        slots: _Int32s, n: int, group: int, chunks: int, digits: int, first_pass: int,
-                        shift: Any, mask: Any, sign: Any, flip_pos: Any, flip_neg: Any):
-    # GPU: the chunk's elements are ranked among its equal digits and staged in digit order (lanes.h),
-    # then written out in that order, each digit's run to its (digit, chunk) slot
-    t = wp.tid()
-    chunk = t // group
-    lane = t - chunk * group
-    first = chunk * group * RADIX_ROUNDS + lane
-    wp._lane_digit_starts(slots, chunk, chunks, digits, n)
+            d = _digit(keys[i], shift, mask, sign, flip_pos, flip_neg)
+        wp._lane_digit_rank(d, e, bits)
+    wp._lane_digit_bases(status, hist, chunk, digits)
     for e in range(RADIX_ROUNDS):
-        i = first + e * group
-        at = wp.min(i, n - 1)
-        k = keys[at]
-        d = int(-1)
+        i = base + wp._lane_element(e)
         if i < n:
-            d = _digit(k, shift, mask, sign, flip_pos, flip_neg)
-        r = wp._lane_digit_rank(d, e)
-        v = at
-        if not first_pass:
-            v = idx[at]
-        wp._lane_stage(d, r, k, v)
+            k = keys[i]
+            v = i
+            if not first_pass:
+                v = idx[i]
+            wp._lane_stage(_digit(k, shift, mask, sign, flip_pos, flip_neg), e, k, v)
     for e in range(RADIX_ROUNDS):
-        staged = wp._lane_flush(e, keys[0])
+        staged = wp._lane_flush(e, shift)  # (shift: a value of the key type, no load)
         if staged[2] >= 0:
             keys_out[staged[2]] = staged[0]
             idx_out[staged[2]] = staged[1]
 
 
 def lane_passes(keys: array, begin: int, end: int, kind: str) -> array:
-    """``radix._radix_passes`` by lanes: sort ``keys`` in place by bits [begin, end), return the order."""
+    """``radix._radix_passes`` by lanes: sort ``keys`` in place by bits [begin, end), return the order.
+    One launch counts every pass's digits, then one launch a pass (no scans between)."""
     n, device, utype = keys.size, keys.device, keys.dtype
     group = RADIX_GROUP if not device.is_cpu else 1
     chunks = -(-n // (group * RADIX_ROUNDS))
-    tasks = chunks * group
     bits = RADIX_BITS_GPU
-    # scratch every pass writes before reading (each count kernel writes its digits' whole histogram
-    # rows, and a pass scans only those): no zero fill
-    hist = uninitialized((1 << bits) * chunks, dtype=T.int32, device=device)
+    shifts = range(begin, end, bits)
+    passes = len(shifts)
+    # tickets, histograms, then each pass's status words: all start at zero (one fill)
+    counters = empty(passes * (1 + 256 + 256 * chunks), dtype=T.int64, device=device)
+    counters.zero_()
     idx = [uninitialized(n, dtype=T.int32, device=device) for _ in range(2)]
     bufs = [keys, uninitialized(n, dtype=utype, device=device)]
     flips = _order_flips(utype, kind)
-    shifts = range(begin, end, bits)
-    launch = {"dim": tasks, "device": device, "block_dim": RADIX_GROUP, "record_tape": False}
+    last_digits = 1 << (end - shifts[-1])
+    span = HISTOGRAM_SPAN if not device.is_cpu else 1
+    blocks = -(-chunks // span)
+    wp.launch(_radix_lane_histograms, dim=blocks * group, device=device, block_dim=RADIX_GROUP, record_tape=False,
+              inputs=[keys, counters, n, group, span, passes, utype(begin), utype(bits), utype(255),
+                      utype(last_digits - 1), *flips])
+    launch = {"dim": chunks * group, "device": device, "block_dim": RADIX_GROUP, "record_tape": False}
     for p, shift in enumerate(shifts):
         digits = 1 << min(bits, end - shift)
-        digit = [utype(shift), utype(digits - 1), *flips]
         src, dst = p % 2, 1 - p % 2
-        wp.launch(_radix_lane_count, inputs=[bufs[src], hist, n, group, chunks, digits, *digit], **launch)
-        rows = _rows(hist[:digits * chunks])
-        _scan_rows(rows, rows, False)
-        wp.launch(_radix_lane_scatter, inputs=[bufs[src], idx[src], bufs[dst], idx[dst], hist, n, group, chunks,
-                                               digits, int(p == 0), *digit], **launch)
-    if len(shifts) % 2:
+        status = counters[passes * 257 + p * chunks * 256:][:chunks * 256]
+        hist = counters[passes + p * 256:][:256]
+        wp.launch(_radix_lane_sweep, inputs=[bufs[src], idx[src], bufs[dst], idx[dst], counters, status, hist, n,
+                                             group, digits, digits.bit_length() - 1, p, int(p == 0), utype(shift),
+                                             utype(digits - 1), *flips], **launch)
+    if passes % 2:
         copy(keys, bufs[1])
-    return idx[len(shifts) % 2]
+    return idx[passes % 2]
