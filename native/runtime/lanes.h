@@ -60,6 +60,20 @@ TW_FUNC int32_t lane_element(int32_t round) {
 #endif
 }
 
+// Ask for the task's elements of every round of the chunk starting at `base` (of n) to be brought into
+// the SM's cache at once: the ranking rounds then read them without waiting a memory latency each
+// (a round's warp votes and barriers keep its load from being issued ahead of the round before).
+template <typename T> TW_FUNC void lane_prefetch(const array_t<T, 1>& a, int32_t base, int32_t n) {
+#if TW_IS_CUDA
+    for (int e = 0; e < LANE_ROUNDS; ++e) {
+        const int32_t i = base + lane_element(e);
+        if (i < n) asm volatile("prefetch.global.L1 [%0];" ::"l"((const char*)a.data + (int64_t)i * a.strides[0]));
+    }
+#else
+    (void)a, (void)base, (void)n;
+#endif
+}
+
 TW_FUNC void lane_digit_rank(int32_t d, int32_t round, int32_t bits) {
 #if TW_IS_CUDA
     const unsigned tid = threadIdx.x, lane = tid & 31u;

@@ -154,6 +154,13 @@ def _lane_tally_total(args, template):
     return T.int32
 
 
+def _lane_prefetch(args, template):
+    if len(args) != 3 or not isinstance(args[0], T.ArrayType) or args[0].ndim != 1 or args[1] is not T.int32 or \
+            args[2] is not T.int32:
+        fail(f"expects (array: 1-d array, base: int32, n: int32), got ({names(args)})")
+    return None
+
+
 def _counters(args, arrays, what):
     if len(args) != arrays + len(what) or any(a is not T.int32 for a in args[arrays:]) or \
             any(not isinstance(a, T.ArrayType) or a.dtype is not T.int64 or a.ndim != 1 for a in args[:arrays]):
@@ -220,6 +227,8 @@ register(
     # the radix sort's stable rank within a block's chunk, and the chunk's digit counts
     # (tilewarp/utils/radix_lanes.py; native/runtime/lanes.h)
     Builtin("_lane_element", _lane_element, "tw::lane_element", differentiable=False, header="runtime/lanes.h"),
+    Builtin("_lane_prefetch", _lane_prefetch, "tw::lane_prefetch", differentiable=False, unify_literals=False,
+            side_effect=True, header="runtime/lanes.h"),
     Builtin("_lane_digit_rank", _lane_rank, "tw::lane_digit_rank", differentiable=False, unify_literals=False,
             side_effect=True, header="runtime/lanes.h"),
     Builtin("_lane_digit_tally", _lane_tally, "tw::lane_digit_tally", differentiable=False, unify_literals=False,

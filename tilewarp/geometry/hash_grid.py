@@ -34,9 +34,17 @@ _VEC = {T.float16: T.vec3h, T.float32: T.vec3, T.float64: T.vec3d}
 
 @wp.kernel(enable_backward=False)
 def _bucket_keys(points: wp.array(dtype=Any), inv_width: wp.float64, dx: int, dy: int, dz: int,
-                 keys: wp.array(dtype=wp.int32)):
+                 keys: wp.array(dtype=wp.int32), n: int, clear: int, starts: wp.array(dtype=wp.int32),
+                 ends: wp.array(dtype=wp.int32)):
+    # the first `clear` keys are still the previous build's, sorted: empty their cells first (the
+    # same thread then overwrites the key, so no other reads it), saving a launch of _clear_cells
     i = wp.tid()
-    keys[i] = wp._hash_grid_cell(points[i], inv_width, dx, dy, dz)
+    if i < clear:
+        c = keys[i]
+        starts[c] = 0
+        ends[c] = 0
+    if i < n:
+        keys[i] = wp._hash_grid_cell(points[i], inv_width, dx, dy, dz)
 
 
 @wp.kernel(enable_backward=False)
@@ -200,6 +208,7 @@ class HashGrid:
         self.groups = None
         self.points = None
         self._desc = zeros(1, dtype=HashGridDesc, device=self.device)
+        self._written = None  # the fields _write last wrote into _desc (None: unknown)
         self.id = self._desc.ptr
         self._write(num_points=-1)
 
@@ -265,18 +274,26 @@ class HashGrid:
     def _build(self, points, radius, groups):
         points, groups, width = self._checked(points, radius, groups)
         n = points.size
-        self._clear()
-        self._ensure(n, groups is not None)
         dims = list(self._dims)
         bits = max(1, (self._cells - 1).bit_length())
+        # (the partitions sit at offset n of 2n-long buffers, indexed in int32)
+        cpu_sort = groups is None and self.device.is_cpu and bits <= 2 * CPU_DIGIT_BITS and n < 1 << 30
+        clear = 0
+        filled = self._filled
+        if n and groups is None and not cpu_sort and filled is not None and not filled[1] and \
+                n <= self._capacity and not self.device.is_capturing:
+            clear, self._filled = filled[0], None  # the key pass clears the previous build's cells
+        else:
+            self._clear()
+        self._ensure(n, groups is not None)
         if n:
-            # (the partitions sit at offset n of 2n-long buffers, indexed in int32)
-            if groups is None and self.device.is_cpu and bits <= 2 * CPU_DIGIT_BITS and n < 1 << 30:
+            if cpu_sort:
                 self._cpu_build(points, n, width, bits)
             elif groups is None:
                 keys, ids = self._keys, self._ids
-                wp.launch(_bucket_keys, dim=n, inputs=[points, 1.0 / width, *dims, keys], device=self.device,
-                          record_tape=False)
+                wp.launch(_bucket_keys, dim=max(n, clear), inputs=[points, 1.0 / width, *dims, keys, n, clear,
+                                                                   self._starts, self._ends],
+                          device=self.device, record_tape=False)
                 utils.sort_order(keys[:n].view(T.uint32), ids[:n], 0, bits)
                 wp.launch(_runs, dim=n, inputs=[keys, n, self._starts, self._ends], device=self.device,
                           record_tape=False)
@@ -365,4 +382,11 @@ class HashGrid:
         d.cell_width = width
         d.dim_x, d.dim_y, d.dim_z = self._dims
         d.num_points = num_points
+        # the same descriptor as the last one written is not written again (every build of one size,
+        # say); a graph capture writes it, and its replays write behind the host's back, so after one
+        # the next build writes again
+        fields = (d.point_ids, d.cell_starts, d.groups, width, num_points)
+        if fields == self._written and not self.device.is_capturing and not cpu_capture.active(self.device):
+            return
+        self._written = None if self.device.is_capturing or cpu_capture.active(self.device) else fields
         wp.launch(_store, dim=1, inputs=[self._desc, d], device=self.device, record_tape=False)

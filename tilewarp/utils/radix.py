@@ -63,14 +63,15 @@ def _gather(src: wp.array(dtype=Any), idx: _Int32s, dst: wp.array(dtype=Any)):
     dst[i] = src[idx[i]]
 
 
-def _radix_passes(keys: array, begin: int, end: int, kind: str, lanes: bool | None = None) -> array:
+def _radix_passes(keys: array, begin: int, end: int, kind: str, lanes: bool | None = None,
+                  order: array | None = None) -> array:
     """Sort the contiguous uint32/uint64 bit patterns ``keys`` in place (as keys of ``kind``) by bits
-    [begin, end); return the permutation applied (int32: sorted position -> original index).
-    ``lanes``: rank by warp lanes (the GPU's way; the default there, ``radix_lanes``) rather than by
-    chunk tasks."""
+    [begin, end); return the permutation applied (int32: sorted position -> original index), written
+    into ``order`` when given. ``lanes``: rank by warp lanes (the GPU's way; the default there,
+    ``radix_lanes``) rather than by chunk tasks."""
     n, device, utype = keys.size, keys.device, keys.dtype
     if (not device.is_cpu if lanes is None else lanes):
-        return radix_lanes.lane_passes(keys, begin, end, kind)
+        return radix_lanes.lane_passes(keys, begin, end, kind, order)
     threads = device.backend.num_threads if device.is_cpu else 1
     chunk = max(RADIX_MIN_CHUNK, -(-n // (RADIX_CHUNKS_PER_THREAD * threads)))
     chunks = -(-n // chunk)
@@ -88,6 +89,8 @@ def _radix_passes(keys: array, begin: int, end: int, kind: str, lanes: bool | No
         _launch(_radix_count, chunks, [bufs[src], hist, n, chunk, chunks, *digit], device)
         rows = _rows(hist[:digits * chunks])
         _scan_rows(rows, rows, False)
+        if order is not None and p == len(shifts) - 1:
+            idx[dst] = order
         inputs = [bufs[src], idx[src], bufs[dst], idx[dst], hist, n, chunk, chunks, int(p == 0), *digit]
         _launch(_radix_scatter, chunks, inputs, device)
     if len(shifts) % 2:
@@ -142,4 +145,4 @@ def sort_order(keys: array, order: array, begin_bit: int, end_bit: int) -> None:
     if keys.size < 2:
         order.fill_(0)
         return
-    copy(order, _radix_passes(keys.view(utype), begin_bit, end_bit, kind))
+    _radix_passes(keys.view(utype), begin_bit, end_bit, kind, order=order)

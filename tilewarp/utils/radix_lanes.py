@@ -25,18 +25,23 @@ _Int64s = wp.array(dtype=wp.int64)
 
 
 @wp.kernel(enable_backward=False)
-def _radix_lane_histograms(keys: wp.array(dtype=Any), counters: _Int64s, n: int, group: int, span: int, passes: int,
-                           shift: Any, step: Any, mask: Any, last_mask: Any, sign: Any, flip_pos: Any, flip_neg: Any):
+def _radix_lane_histograms(keys: wp.array(dtype=Any), copy_to: wp.array(dtype=Any), counters: _Int64s, n: int,
+                           group: int, span: int, passes: int, shift: Any, step: Any, mask: Any, last_mask: Any,
+                           sign: Any, flip_pos: Any, flip_neg: Any):
     # every pass's digit counts over the whole array, ahead of the passes, from one read of the keys: a
     # block of `group` tasks tallies `span` chunks in shared memory, a table a pass (lanes.h), then adds
-    # them to counters[passes:], 256 a pass (one atomic per block and digit)
+    # them to counters[passes:], 256 a pass (one atomic per block and digit). An odd number of passes
+    # starts from a copy of the keys (copy_to, written here), so that the last pass ends in the keys
     t = wp.tid()
     block = t // group
     base = block * span * group * RADIX_ROUNDS
     for c in range(span):
+        wp._lane_prefetch(keys, base + c * group * RADIX_ROUNDS, n)
         for e in range(RADIX_ROUNDS):
             i = base + c * group * RADIX_ROUNDS + wp._lane_element(e)
             k = keys[wp.min(i, n - 1)]
+            if passes % 2 == 1 and i < n:
+                copy_to[i] = k
             s = shift
             for p in range(passes):
                 m = mask
@@ -66,6 +71,9 @@ def _radix_lane_sweep(keys: wp.array(dtype=Any), idx: _Int32s, keys_out: wp.arra
     # writes it out a digit run at a time (lanes.h)
     chunk = wp._lane_ticket(counters, p)
     base = chunk * group * RADIX_ROUNDS
+    wp._lane_prefetch(keys, base, n)
+    if not first_pass:
+        wp._lane_prefetch(idx, base, n)
     for e in range(RADIX_ROUNDS):  # a constant: unrolled, so the rounds' loads overlap
         i = base + wp._lane_element(e)
         d = int(-1)
@@ -88,9 +96,10 @@ def _radix_lane_sweep(keys: wp.array(dtype=Any), idx: _Int32s, keys_out: wp.arra
             idx_out[staged[2]] = staged[1]
 
 
-def lane_passes(keys: array, begin: int, end: int, kind: str) -> array:
-    """``radix._radix_passes`` by lanes: sort ``keys`` in place by bits [begin, end), return the order.
-    One launch counts every pass's digits, then one launch a pass (no scans between)."""
+def lane_passes(keys: array, begin: int, end: int, kind: str, order: array | None = None) -> array:
+    """``radix._radix_passes`` by lanes: sort ``keys`` in place by bits [begin, end), return the order
+    (written into ``order`` when given). One launch counts every pass's digits, then one launch a pass
+    (no scans between)."""
     n, device, utype = keys.size, keys.device, keys.dtype
     group = RADIX_GROUP if not device.is_cpu else 1
     chunks = -(-n // (group * RADIX_ROUNDS))
@@ -107,17 +116,17 @@ def lane_passes(keys: array, begin: int, end: int, kind: str) -> array:
     span = HISTOGRAM_SPAN if not device.is_cpu else 1
     blocks = -(-chunks // span)
     wp.launch(_radix_lane_histograms, dim=blocks * group, device=device, block_dim=RADIX_GROUP, record_tape=False,
-              inputs=[keys, counters, n, group, span, passes, utype(begin), utype(bits), utype(255),
+              inputs=[keys, bufs[1], counters, n, group, span, passes, utype(begin), utype(bits), utype(255),
                       utype(last_digits - 1), *flips])
     launch = {"dim": chunks * group, "device": device, "block_dim": RADIX_GROUP, "record_tape": False}
     for p, shift in enumerate(shifts):
         digits = 1 << min(bits, end - shift)
-        src, dst = p % 2, 1 - p % 2
+        src, dst = (passes + p) % 2, (passes + p + 1) % 2  # the last pass writes bufs[0], the keys
+        out = order if order is not None and p == passes - 1 else idx[dst]
         status = counters[passes * 257 + p * chunks * 256:][:chunks * 256]
         hist = counters[passes + p * 256:][:256]
-        wp.launch(_radix_lane_sweep, inputs=[bufs[src], idx[src], bufs[dst], idx[dst], counters, status, hist, n,
+        wp.launch(_radix_lane_sweep, inputs=[bufs[src], idx[src], bufs[dst], out, counters, status, hist, n,
                                              group, digits, digits.bit_length() - 1, p, int(p == 0), utype(shift),
                                              utype(digits - 1), *flips], **launch)
-    if passes % 2:
-        copy(keys, bufs[1])
-    return idx[passes % 2]
+        idx[dst] = out
+    return idx[0]
