@@ -56,15 +56,27 @@ def _group_keys(points: wp.array(dtype=Any), groups: wp.array(dtype=wp.int32), i
     keys[i] = cell * wp.int64(4294967296) + wp.int64(groups[i]) + wp.int64(2147483648)
 
 
+RUN_SPAN = 4  # sorted keys a thread of _runs looks at (one load of its neighbours serves several)
+
+
 @wp.kernel(enable_backward=False)
 def _runs(keys: wp.array(dtype=wp.int32), n: int, starts: wp.array(dtype=wp.int32),
           ends: wp.array(dtype=wp.int32)):
-    i = wp.tid()
-    c = keys[i]
-    if i == 0 or keys[i - 1] != c:
-        starts[c] = i
-    if i == n - 1 or keys[i + 1] != c:
-        ends[c] = i + 1
+    # keys [first, first + RUN_SPAN): each key that differs from the one before starts its cell's run,
+    # each that differs from the one after ends it
+    first = wp.tid() * RUN_SPAN
+    before = int(-1)
+    if first > 0:
+        before = keys[first - 1]
+    for j in range(RUN_SPAN):
+        i = first + j
+        if i < n:
+            c = keys[i]
+            if i == 0 or before != c:
+                starts[c] = i
+            if i == n - 1 or keys[i + 1] != c:
+                ends[c] = i + 1
+            before = c
 
 
 @wp.kernel(enable_backward=False)
@@ -295,8 +307,8 @@ class HashGrid:
                                                                    self._starts, self._ends],
                           device=self.device, record_tape=False)
                 utils.sort_order(keys[:n].view(T.uint32), ids[:n], 0, bits)
-                wp.launch(_runs, dim=n, inputs=[keys, n, self._starts, self._ends], device=self.device,
-                          record_tape=False)
+                wp.launch(_runs, dim=-(-n // RUN_SPAN), inputs=[keys, n, self._starts, self._ends],
+                          device=self.device, record_tape=False)
             else:
                 keys, ids = self._keys64, self._ids
                 wp.launch(_group_keys, dim=n, inputs=[points, groups, 1.0 / width, *dims, keys],
