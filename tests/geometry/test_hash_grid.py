@@ -393,3 +393,93 @@ def test_kernel_errors_name_the_line(kernel, fragment):
         wp.launch(kernel, dim=1, inputs=[0, wp.zeros(1, dtype=int)], device="cpu")
     msg = str(info.value)
     assert f"{THIS_FILE}:{line}:" in msg and fragment in msg, msg
+
+
+# ---- the order of the candidates -------------------------------------------------------------------
+
+ORDER_CAP = 1024  # candidates recorded per query
+
+
+@wp.kernel
+def collect_order(grid: wp.uint64, radius: float, queries: wp.array(dtype=wp.vec3), groups: wp.array(dtype=int),
+                  grouped: int, found: wp.array2d(dtype=int), counts: wp.array(dtype=int)):
+    # every candidate, in the order the query yields it; a grouped query when `grouped`
+    i = wp.tid()
+    n = int(0)
+    if grouped:
+        for index in wp.hash_grid_query(grid, queries[i], radius, groups[i]):
+            if n < ORDER_CAP:
+                found[i, n] = index
+            n += 1
+    else:
+        for index in wp.hash_grid_query(grid, queries[i], radius):
+            if n < ORDER_CAP:
+                found[i, n] = index
+            n += 1
+    counts[i] = n
+
+
+def _cells(x, inv):
+    """floor(x * inv) per coordinate in float64 (NaN -> 0, clamped to int32), as the build and queries do."""
+    c = np.floor(np.asarray(x, np.float64) * inv)
+    return np.clip(np.where(np.isnan(c), 0.0, c), -2.0**31, 2.0**31 - 1).astype(np.int64)
+
+
+def _reference_order(pts, point_groups, width, dims, query, radius, group):
+    """The candidates of one query in order: the physical cells of [floor((q - r) / w), floor((q + r) / w)]
+    per axis, each at most once (first at the lower end's, wrapped), z then y then x outermost to innermost,
+    each cell's points by ascending index (the build's stable sort), only `group`'s when it is not None."""
+    inv = 1.0 / width
+    bucket_axes = _cells(pts, inv) % np.array(dims)
+    buckets = (bucket_axes[:, 2] * dims[1] + bucket_axes[:, 1]) * dims[0] + bucket_axes[:, 0]
+    r = np.float64(np.float32(radius))
+    first, count = [], []
+    for a in range(3):
+        x = np.float64(query[a])
+        lo, hi = _cells(x - r, inv), _cells(x + r, inv)
+        if np.isnan(x):
+            lo = hi = 0
+        n = max(hi, lo) - lo + 1
+        first.append(0 if n >= dims[a] else lo % dims[a])
+        count.append(min(n, dims[a]))
+    out = []
+    for k in range(count[2]):
+        for j in range(count[1]):
+            for i in range(count[0]):
+                x, y, z = [(first[a] + o) % dims[a] for a, o in enumerate((i, j, k))]
+                hit = buckets == (z * dims[1] + y) * dims[0] + x
+                if group is not None:
+                    hit &= point_groups == group
+                out.extend(np.flatnonzero(hit).tolist())
+    return out
+
+
+# wrapped rows (a range crossing the grid's x edge), ranges wider than a grid, empty cells inside a row
+@pytest.mark.parametrize("dims,width,radius,grouped", [((3, 5, 7), 0.35, 0.35, False), ((5, 4, 3), 0.3, 0.5, True),
+                                                        ((8, 8, 8), 0.25, 0.9, False), ((1, 1, 1), 0.3, 0.2, False),
+                                                        ((64, 64, 64), 0.1, 0.25, False),
+                                                        ((16, 8, 8), 0.2, 0.3, True)])
+def test_candidates_follow_the_cell_walk(device, dims, width, radius, grouped):
+    """Each query yields exactly the reference walk's candidates, in its order: rows of cells may be
+    opened at once, but the points and their order are those of opening the cells one by one."""
+    rng = np.random.default_rng(sum(dims) + int(grouped))
+    pts = _cloud(rng, 700, -2.0, 2.0)
+    pts[rng.random(len(pts)) < 0.5] *= 0.25  # a dense middle and sparse edges: empty cells among full ones
+    point_groups = rng.integers(-2, 3, len(pts)).astype(np.int32)
+    queries = _cloud(rng, 150, -2.5, 2.5)
+    queries[:4] = [[np.nan, 0.0, 0.0], [np.inf, 0.5, 0.0], [-3e38, 0.0, 1.0], [0.0, -0.0, 0.35]]
+    query_groups = rng.integers(-2, 3, len(queries)).astype(np.int32)
+    grid = wp.HashGrid(*dims, device=device)
+    groups = wp.array(point_groups, dtype=int, device=device)
+    grid.build(wp.array(pts, dtype=wp.vec3, device=device), width, groups=groups if grouped else None)
+    found = wp.full((len(queries), ORDER_CAP), -1, dtype=int, device=device)
+    counts = wp.zeros(len(queries), dtype=int, device=device)
+    wp.launch(collect_order, dim=len(queries),
+              inputs=[grid.id, radius, wp.array(queries, dtype=wp.vec3, device=device),
+                      wp.array(query_groups, dtype=int, device=device), int(grouped), found, counts], device=device)
+    f, c = found.numpy(), counts.numpy()
+    for q in range(len(queries)):
+        want = _reference_order(pts, point_groups, width, dims, queries[q], radius,
+                                query_groups[q] if grouped else None)
+        assert c[q] == len(want), f"query {q}: {c[q]} candidates, want {len(want)}"
+        np.testing.assert_array_equal(f[q, :min(c[q], ORDER_CAP)], want[:ORDER_CAP], err_msg=f"query {q}")
