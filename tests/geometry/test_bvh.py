@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import tilewarp as wp
+from tilewarp.geometry.bvh import BvhConstructor
 
 CAP = 512
 CONSTRUCTORS = ("sah", "median", "lbvh")
@@ -372,3 +373,221 @@ def test_grouped_rebuild_with_other_groups(device):
         for gid in np.unique(g)[:10]:
             got = _run(bvh, 0, lo, hi, 0.0, group=int(gid), device=device)[0]
             assert sorted(got) == np.flatnonzero(g == gid).tolist(), f"{count} groups, group {gid}"
+
+
+# ---- top-down constructors on a GPU tree: the hierarchy built on a host mirror ------------------------
+# A GPU tree with constructor "sah" / "median" copies its inputs to the CPU, builds the hierarchy there,
+# copies it back and lays it out (in parallel passes) and refits on the GPU. On the CPU the tests force
+# that path (Tree.host_hierarchy, with the GPU's parallel layout); on a GPU it is the tree's own path.
+# Either way the tree must be the CPU's normal build node for node.
+
+TOP_DOWN = ("sah", "median")
+
+
+def _host_built(owner, rebuild):
+    """``owner``'s tree rebuilt through the host mirror (a no-op switch on a GPU, where it is the path)."""
+    owner._tree.host_hierarchy = owner._tree.parallel_layout = True
+    rebuild()
+    return owner
+
+
+def _same_tree(a, b):
+    """Two trees (Bvh or Mesh) with the same layout columns, subtree runs and sorted items."""
+    for x, y in zip(a._tree.layout(), b._tree.layout()):
+        np.testing.assert_array_equal(x, y)
+    count = len(a._tree.layout()[0])
+    for name in ("parents", "ends"):
+        np.testing.assert_array_equal(getattr(a._tree, name).numpy()[:count], getattr(b._tree, name).numpy()[:count])
+    n = a._tree.n
+    np.testing.assert_array_equal(a._tree.items.numpy()[:n], b._tree.items.numpy()[:n])
+    if a._tree.tris is not None:
+        np.testing.assert_array_equal(a._tree.tris.numpy()[:3 * n], b._tree.tris.numpy()[:3 * n])
+
+
+def _bvh_pair(device, L, U, **kwargs):
+    """(the CPU's normal build, the host-mirror build on ``device``) over the same boxes. The second is
+    first built by the LBVH (a grouped one with every item in one group), so that anything the mirror's
+    rebuild fails to write shows."""
+    ref = wp.Bvh(wp.array(L, dtype=wp.vec3, device="cpu"), wp.array(U, dtype=wp.vec3, device="cpu"), **kwargs)
+    constructor, groups = kwargs.pop("constructor"), kwargs.pop("groups", None)
+    if groups is not None:
+        kwargs["groups"] = wp.zeros(len(L), dtype=wp.int32, device=device)
+    got = wp.Bvh(wp.array(L, dtype=wp.vec3, device=device), wp.array(U, dtype=wp.vec3, device=device),
+                 constructor="lbvh", **kwargs)
+    if groups is not None:
+        got.groups.assign(groups.numpy())
+    return ref, _host_built(got, lambda: got.rebuild(constructor))
+
+
+def _same_hits(ref, got, L, U, rng, device):
+    """Box, ray and sphere queries: the same hits from both trees (``ref`` on the CPU), and the brute
+    force's."""
+    qa, qb = _boxes(rng, 60, size=1.0)
+    rays = rng.normal(size=(60, 3)).astype(np.float32)
+    for kind, b in ((0, qb), (1, rays), (2, qb)):
+        want = [sorted(h) for h in _run(ref, kind, qa, b, 0.7)]
+        assert [sorted(h) for h in _run(got, kind, qa, b, 0.7, device=device)] == want, f"query kind {kind}"
+        for i in range(len(qa)):
+            assert want[i] == np.flatnonzero(_expected(kind, L, U, qa[i], b[i], 0.7, np.inf)).tolist()
+
+
+@pytest.mark.parametrize("constructor", TOP_DOWN)
+@pytest.mark.parametrize("leaf_size", [1, 4])
+@pytest.mark.parametrize("n", [1, 3, 1000, 20000])  # 20000: the mirror's build shares its work among threads
+def test_host_hierarchy_is_the_cpu_tree(device, constructor, leaf_size, n):
+    rng = np.random.default_rng(100 + n + leaf_size)
+    # duplicated corners (ties, and long boxes) in small trees; a big one spread out, so that no query
+    # finds more than CAP boxes
+    L, U = _with_duplicates(rng, n) if n <= 1000 else _boxes(rng, n, scale=10.0 * (n / 1000) ** (1 / 3))
+    ref, got = _bvh_pair(device, L, U, constructor=constructor, leaf_size=leaf_size)
+    _same_tree(ref, got)
+    _check_tree(got, L, U, leaf_size)
+    _same_hits(ref, got, L, U, rng, device)
+
+
+@pytest.mark.parametrize("constructor", TOP_DOWN)
+@pytest.mark.parametrize("leaf_size", [1, 4])
+def test_host_hierarchy_of_groups(device, constructor, leaf_size):
+    """Groups of unequal sizes (and extreme ids): the same tree, group count and group roots."""
+    rng = np.random.default_rng(30 + leaf_size)
+    sizes = [1, 2, 7, 60, 300, 5, 450]
+    ids = [-(2**31), -3, 0, 11, 2**31 - 1, 12, 40]
+    g = np.concatenate([np.full(s, i, np.int32) for s, i in zip(sizes, ids)])
+    rng.shuffle(g)
+    L, U = _boxes(rng, len(g), scale=3.0)
+    ref, got = _bvh_pair(device, L, U, constructor=constructor, leaf_size=leaf_size,
+                         groups=wp.array(g, dtype=wp.int32, device="cpu"))
+    _same_tree(ref, got)
+    assert got._tree.num_groups == ref._tree.num_groups == len(ids)
+    count = len(ids)
+    np.testing.assert_array_equal(got._tree.group_roots.numpy()[:count], ref._tree.group_roots.numpy()[:count])
+    lo, hi = np.full((1, 3), -10, np.float32), np.full((1, 3), 20, np.float32)
+    for gid in ids:
+        hits = _run(got, 0, lo, hi, 0.0, group=gid, device=device)[0]
+        assert sorted(hits) == np.flatnonzero(g == gid).tolist(), f"group {gid}"
+
+
+@pytest.mark.parametrize("constructor", TOP_DOWN)
+def test_host_hierarchy_refit_and_rebuild(device, constructor):
+    """After the boxes move, a refit gives the CPU tree's refitted bounds (the root's: a fresh build's);
+    rebuilds switching to the LBVH and back to the other top-down constructor reuse the buffers."""
+    rng = np.random.default_rng(40)
+    L, U = _boxes(rng, 3000)
+    ref, got = _bvh_pair(device, L, U, constructor=constructor, leaf_size=2)
+    shift = rng.normal(size=L.shape).astype(np.float32)
+    L2, U2 = L + shift, U + shift
+    for bvh in (ref, got):
+        bvh.lowers.assign(L2)
+        bvh.uppers.assign(U2)
+        bvh.refit()
+    _same_tree(ref, got)
+    _check_tree(got, L2, U2, 2)
+    fresh = wp.Bvh(wp.array(L2, dtype=wp.vec3, device="cpu"), wp.array(U2, dtype=wp.vec3, device="cpu"),
+                   constructor=constructor)
+    for k in (0, 2):
+        np.testing.assert_array_equal(got._nodes()[k][0], fresh._nodes()[k][0])
+    got.rebuild("lbvh")
+    _check_tree(got, L2, U2, 2)
+    _same_hits(fresh, got, L2, U2, rng, device)
+    other = "median" if constructor == "sah" else "sah"
+    got.rebuild(other)
+    ref.rebuild(other)
+    _same_tree(ref, got)
+    _same_hits(ref, got, L2, U2, rng, device)
+
+
+@wp.kernel
+def _mesh_probe(mesh: wp.uint64, p: wp.array(dtype=wp.vec3), d: wp.array(dtype=wp.vec3),
+                out: wp.array2d(dtype=float)):
+    i = wp.tid()
+    q = wp.mesh_query_point_no_sign(mesh, p[i], 1.0e6)
+    out[i, 0] = wp.length(p[i] - wp.mesh_eval_position(mesh, q.face, q.u, q.v))
+    out[i, 1] = wp.mesh_query_point_sign_winding_number(mesh, p[i], 1.0e6).sign
+    h = wp.mesh_query_ray(mesh, p[i], d[i], 1.0e6)
+    out[i, 2] = wp.where(h.result, h.t, -1.0)
+    out[i, 3] = float(wp.mesh_query_ray_count_intersections(mesh, p[i], d[i]))
+
+
+def _probe(mesh, P, D, device):
+    out = wp.zeros((len(P), 4), dtype=float, device=device)
+    wp.launch(_mesh_probe, dim=len(P), inputs=[mesh.id, wp.array(P, dtype=wp.vec3, device=device),
+                                               wp.array(D, dtype=wp.vec3, device=device), out], device=device)
+    return out.numpy()
+
+
+def _same_probes(a, b):
+    """The same closest distances, ray hits and crossing counts; the same winding sign away from the
+    surface (within float noise of it, the two devices' arithmetic may differ)."""
+    np.testing.assert_allclose(a[:, [0, 2]], b[:, [0, 2]], rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(a[:, 3], b[:, 3])
+    away = a[:, 0] > 1e-3
+    np.testing.assert_array_equal(a[away, 1], b[away, 1])
+
+
+@pytest.mark.parametrize("constructor", TOP_DOWN)
+@pytest.mark.parametrize("leaf_size", [1, 4])
+def test_host_hierarchy_of_a_mesh(device, constructor, leaf_size):
+    """A mesh with winding-number data: the CPU's tree, the same queries; then new points (the setter
+    refits the tree and the winding data) still the same on both."""
+    from meshes import icosphere
+
+    V, F = icosphere(3)
+    rng = np.random.default_rng(50 + leaf_size)
+    V = (V * (1 + 0.25 * rng.random((len(V), 1)))).astype(np.float32)
+    P = (rng.random((2000, 3)) * 3.4 - 1.7).astype(np.float32)
+    D = rng.normal(size=(2000, 3)).astype(np.float32)
+    D /= np.linalg.norm(D, axis=1, keepdims=True)
+
+    def mesh_on(dev, c):
+        return wp.Mesh(wp.array(V, dtype=wp.vec3, device=dev), wp.array(F.ravel(), dtype=wp.int32, device=dev),
+                       support_winding_number=True, bvh_constructor=c, bvh_leaf_size=leaf_size)
+
+    ref, got = mesh_on("cpu", constructor), mesh_on(device, "lbvh")  # the LBVH first: see _bvh_pair
+
+    def rebuild():  # a mesh has no rebuild(): its constructor's steps
+        got._constructor = got._tree.constructor = BvhConstructor.from_str(constructor)
+        got._tree.build(got.id, points=got.points, indices=got.indices)
+        got._refit_winding()
+
+    _host_built(got, rebuild)
+    _same_tree(ref, got)
+    _same_probes(_probe(ref, P, D, "cpu"), _probe(got, P, D, device))
+    V2 = (V * 1.3 + rng.normal(size=V.shape) * 0.02).astype(np.float32)
+    ref.points = wp.array(V2, dtype=wp.vec3, device="cpu")
+    got.points = wp.array(V2, dtype=wp.vec3, device=device)
+    _same_tree(ref, got)
+    _same_probes(_probe(ref, P, D, "cpu"), _probe(got, P, D, device))
+
+
+def test_host_hierarchy_refused_in_a_cuda_capture(device):
+    """The host mirror reads the inputs back: inside a CUDA graph capture a top-down build is refused
+    (a typed RuntimeError naming the constructor) before it queues anything; the LBVH still captures."""
+    d = wp.get_device(device)
+    if d.is_cpu:
+        pytest.skip("a CUDA graph capture needs a GPU")
+    from tilewarp.runtime.cuda import CaptureError
+
+    rng = np.random.default_rng(60)
+    L, U = _boxes(rng, 500)
+    bvh = wp.Bvh(wp.array(L, dtype=wp.vec3, device=device), wp.array(U, dtype=wp.vec3, device=device),
+                 constructor="sah")
+    with pytest.raises(CaptureError, match="'median'.*'lbvh'"):
+        with wp.ScopedCapture(d):
+            bvh.rebuild("median")
+    with wp.ScopedCapture(d) as capture:
+        bvh.rebuild("lbvh")
+    wp.capture_launch(capture.graph)
+    _check_tree(bvh, L, U, 1)
+    bvh.rebuild("sah")  # outside a capture: fine again
+    ref = wp.Bvh(wp.array(L, dtype=wp.vec3, device="cpu"), wp.array(U, dtype=wp.vec3, device="cpu"), constructor="sah")
+    _same_tree(ref, bvh)
+
+
+def test_default_constructors_follow_the_device(device):
+    """As in Warp: None is "sah" on the CPU and "lbvh" on a GPU, for BVHs and meshes alike."""
+    want = BvhConstructor.SAH if wp.get_device(device).is_cpu else BvhConstructor.LBVH
+    a = wp.zeros(4, dtype=wp.vec3, device=device)
+    assert wp.Bvh(a, a)._constructor == want
+    mesh = wp.Mesh(wp.array(np.eye(3, dtype=np.float32), dtype=wp.vec3, device=device),
+                   wp.array([0, 1, 2], dtype=wp.int32, device=device))
+    assert mesh._constructor == want

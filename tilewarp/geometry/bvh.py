@@ -8,10 +8,13 @@ internal node from the sorted keys alone), leaves of up to ``leaf_size`` items, 
 depth-first layout the queries walk (one depth-first task on the CPU, a count and a placement pass
 on the GPU: the same layout), group roots, and a refit (on the CPU backward sweeps over runs of
 whole subtrees, in parallel; on the GPU one bottom-up launch). ``native/geometry/bvh.h`` has the
-layout. On the CPU the ``sah`` (default) and ``median`` constructors replace the Morton sort and
+layout. The ``sah`` (default on the CPU) and ``median`` constructors replace the Morton sort and
 LBVH hierarchy with a top-down build (``native/geometry/bvh_sah.h``) writing the same build nodes;
-the steps after it are shared. Results are deterministic: the sort is stable, ties between equal
-keys go by position, and a top-down tree does not depend on which thread built which subtree.
+the steps after it are shared. That build runs on the CPU: a GPU tree builds its hierarchy on a host
+mirror of its inputs and copies the build nodes back (Warp's behaviour for a CPU constructor on a
+GPU tree), then lays the tree out and refits it on the GPU. Results are deterministic: the sort is
+stable, ties between equal keys go by position, and a top-down tree does not depend on which thread
+built which subtree, so a GPU tree built this way is the CPU's tree node for node.
 
 The tree's id is the address of a descriptor (``BvhDesc``) that a one-thread kernel writes, so
 builds and refits stay in stream order with no host round trip (a grouped tree's group count stays
@@ -26,7 +29,9 @@ from .. import utils
 from ..builtins.bvh import BvhDesc
 from ..language import types as T
 from ..runtime import cpu_capture, retired
-from ..runtime.array import array, empty, uninitialized, zeros
+from ..runtime.array import array, copy, empty, uninitialized, zeros
+from ..runtime.cuda import CaptureError
+from ..runtime.device import get_device
 
 _CHUNK = 256  # items one CPU task folds into the scene box (then one atomic per chunk) ...
 _GPU_CHUNK = 16  # ... and one GPU thread: enough threads to hide memory latency; a warp sends one atomic
@@ -46,12 +51,15 @@ _BIG = 3.0e38
 
 
 class BvhConstructor(enum.IntEnum):
-    """Warp's names for the build algorithms. On the CPU, ``SAH`` (the default there) builds top down
-    with a binned surface area heuristic and ``MEDIAN`` splits each run at its median by count along
-    its widest axis (``native/geometry/bvh_sah.h``: one task per thread, sharing the nodes still to
-    split); ``LBVH`` is the parallel Morton-code build. On CUDA every
-    constructor builds the LBVH (a top-down build is serial near the root, where the GPU would idle).
-    ``CUBQL`` builds the LBVH everywhere. The choice is kept for ``rebuild``."""
+    """Warp's names for the build algorithms. ``SAH`` (the default on the CPU) builds top down with a
+    binned surface area heuristic and ``MEDIAN`` splits each run at its median by count along its
+    widest axis (``native/geometry/bvh_sah.h``: CPU code, one task per thread, sharing the nodes still
+    to split); ``LBVH`` (the default on CUDA) is the parallel Morton-code build. As in Warp, ``SAH`` or
+    ``MEDIAN`` on a CUDA tree copies the inputs to the CPU, builds the hierarchy there and copies it
+    to the GPU, which lays it out and refits it: slower to build than the LBVH, faster to query, the
+    same tree as on the CPU. It reads back, so it cannot run inside a CUDA graph capture
+    (``CaptureError``: use ``LBVH`` there). ``CUBQL`` builds the LBVH everywhere. The choice is kept
+    for ``rebuild``."""
 
     SAH = 0
     MEDIAN = 1
@@ -265,7 +273,9 @@ class Tree:
     """The buffers and build of one tree over ``n`` items: boxes (``lowers``/``uppers`` arrays) or
     triangles (``points`` and ``indices``). ``write(desc)`` stores the descriptor where the owner's
     id points (a BVH's own one, or the head of a mesh's). ``constructor`` (a ``BvhConstructor``,
-    changeable between builds) picks the build; see ``BvhConstructor``."""
+    changeable between builds) picks the build; see ``BvhConstructor``. A top-down constructor on a
+    GPU tree builds the hierarchy on a host mirror (``_hierarchy_from_host``); every step after the
+    hierarchy (leaves, layout, group roots, refits) runs on the tree's device whichever built it."""
 
     def __init__(self, device, n: int, leaf_size: int, write, groups=None, triangles: bool = False,
                  constructor=BvhConstructor.LBVH):
@@ -285,6 +295,9 @@ class Tree:
         # the GPU lays the tree out in parallel passes, the CPU in one depth-first task (the same
         # layout; tests set this on the CPU to check the parallel passes there)
         self.parallel_layout = not device.is_cpu
+        # a GPU tree builds a top-down constructor's hierarchy on a host mirror (tests set this on the
+        # CPU to run that path there, copies included)
+        self.host_hierarchy = not device.is_cpu
         self.sizes = None  # the parallel layout's counts: allocated by the first build that uses it
         self.remap = uninitialized(nodes, dtype=T.int32, device=device)
         self.counters = uninitialized(nodes, dtype=T.int32, device=device)
@@ -316,31 +329,36 @@ class Tree:
             d.group_count = self.group_heads.ptr + 4 * (self.n - 1)
         d.num_items, d.num_nodes = self.n, max(2 * self.n - 1, 1) if self.n else 0
         d.num_groups, d.leaf_size = 0, self.leaf_size  # the group count is on the device (group_count)
-        points = self.sources.get("points")
-        d.num_points = points.size if points is not None and self.tris is not None else 0
+        points = self.sources.get("points")  # a mesh's only: a host mirror has no tris, yet clamps indices
+        d.num_points = points.size if points is not None else 0
         return d
 
     def build(self, tree_id: int, **sources):
         """(Re)build from ``sources`` (``lowers``/``uppers`` or ``points``/``indices`` arrays)."""
-        self.sources = sources
         n, dev = self.n, self.device
+        top_down = self.constructor in (BvhConstructor.SAH, BvhConstructor.MEDIAN)
+        on_host = top_down and (self.host_hierarchy or not dev.is_cpu)  # the GPU has no top-down build of its own
+        if on_host and n and not dev.is_cpu and dev.is_capturing:
+            # refused before anything is queued: the mirror reads the inputs back, which a capture cannot
+            raise CaptureError(
+                f"BVH constructor '{self.constructor.name.lower()}' builds on the CPU from the inputs read back "
+                f"from {dev}, which a CUDA graph capture does not allow: use constructor 'lbvh' for a tree built "
+                "inside a capture, or build the tree outside the capture")
+        self.sources = sources
         if self.parallel_layout and self.sizes is None:
             self.sizes = uninitialized(max(2 * n - 1, 1), dtype=T.int32, device=dev)
         self.write(self.descriptor())
         if n == 0:
             return
         grouped = self.groups is not None
-        top_down = dev.is_cpu and self.constructor in (BvhConstructor.SAH, BvhConstructor.MEDIAN)
-        if grouped or not top_down:  # a top-down build of groups starts from the items sorted by group
-            self._sort(tree_id, grouped)
-        if top_down:
-            self._build_top_down(tree_id, grouped)
+        if on_host:
+            self._hierarchy_from_host(grouped)
         else:
-            self.build_parents.fill_(-1)
-            _launch(_internal, n - 1, [tree_id], dev)
-            _launch(_leaves, n, [tree_id], dev)
-            if self.leaf_size > 1:
-                _launch(_collapse, n - 1, [tree_id, grouped], dev)
+            self._hierarchy(tree_id, grouped, top_down)
+        # the leaves' build nodes, and a mesh's triangles in sorted order, from the sorted items
+        _launch(_leaves, n, [tree_id], dev)
+        if not top_down and self.leaf_size > 1:  # a top-down build stops at leaf runs itself
+            _launch(_collapse, n - 1, [tree_id, grouped], dev)
         nodes = 2 * n - 1
         if not self.parallel_layout:
             _launch(_layout_serial, 1, [tree_id], dev)
@@ -352,6 +370,53 @@ class Tree:
         if grouped:
             self._group_roots(tree_id)
         self.refit(tree_id)
+
+    def _hierarchy(self, tree_id, grouped, top_down):
+        """The build nodes (``links``, ``build_parents``, ``ranges``; the leaves' rows come from
+        ``_leaves`` after) and the sorted ``items`` (and ``keys``): the CPU's top-down build, or the LBVH."""
+        n, dev = self.n, self.device
+        if grouped or not top_down:  # a top-down build of groups starts from the items sorted by group
+            self._sort(tree_id, grouped)
+        if top_down:
+            self._build_top_down(tree_id, grouped)
+        else:
+            self.build_parents.fill_(-1)
+            _launch(_internal, n - 1, [tree_id], dev)
+
+    def _hierarchy_from_host(self, grouped):
+        """``_hierarchy`` of a top-down constructor for a GPU tree, as Warp does it: the inputs copied
+        to a host mirror of this tree, the CPU's build there, and what that build wrote and the steps
+        after it read copied into this tree: the build nodes (``links``, ``build_parents``, ``ranges``:
+        whole, though the leaves' rows are written by ``_leaves`` next, here), the sorted ``items``,
+        and a grouped tree's ``keys``, whose group bits the group roots read. The box copy the build
+        permutes and its list of nodes to split stay on the host: nothing after the build reads them.
+        The mirror is made per build, so no host copy of the tree outlives it."""
+        cpu = get_device("cpu")
+        host = {}
+        for name, a in self.sources.items():
+            host[name] = None if a is None else uninitialized(a.shape, dtype=a.dtype, device=cpu)
+            if a is not None:
+                copy(host[name], a)  # from a GPU: waits for the work that wrote the inputs
+        groups = None
+        if grouped:
+            groups = uninitialized(self.n, dtype=T.int32, device=cpu)
+            copy(groups, self.groups)
+        desc = zeros(1, dtype=BvhDesc, device=cpu)
+
+        def write(d):
+            _launch(_store, 1, [desc, d], cpu)
+
+        mirror = Tree(cpu, self.n, self.leaf_size, write, groups, constructor=self.constructor)
+        mirror.sources = host
+        write(mirror.descriptor())
+        mirror._hierarchy(desc.ptr, grouped, top_down=True)
+        # the library's array copies: this constructor is slow by choice, and its readback has already
+        # drained the stream
+        for name in ("links", "build_parents", "ranges"):
+            copy(getattr(self, name), getattr(mirror, name))
+        copy(self.items, mirror.items, count=self.n)
+        if grouped:
+            copy(self.keys, mirror.keys, count=self.n)
 
     def _sort(self, tree_id, grouped):
         """Items in the order of their keys: the Morton code of their centre in the scene box,
@@ -367,7 +432,7 @@ class Tree:
     def _build_top_down(self, tree_id, grouped):
         """The CPU's SAH or median build (bvh_sah.h): the boxes' copy and their centres' bounds, the
         root on the list of nodes to split, then one task per thread taking nodes from that list
-        (splitting big ones, building small ones whole), and the leaves."""
+        (splitting big ones, building small ones whole)."""
         n, dev = self.n, self.device
         median = self.constructor == BvhConstructor.MEDIAN
         _launch(_empty_box, 1, [self.box], dev)
@@ -378,7 +443,6 @@ class Tree:
             _launch_spread(_sah_tasks, threads, [tree_id, median, grouped], dev)
         else:
             _launch(_sah_tasks, 1, [tree_id, median, grouped], dev)
-        _launch(_leaves, n, [tree_id], dev)
 
     def _group_roots(self, tree_id):
         """Each group's root. Nothing is read back (so a rebuild can be captured in a CUDA graph): the
