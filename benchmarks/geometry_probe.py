@@ -55,7 +55,6 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--bits", default="", help="comma-separated GPU radix digit widths to compare (totals only)")
     ap.add_argument("--once", action="store_true",
                     help="build each object twice, untimed (a target for Nsight Compute's per-kernel times)")
     ap.add_argument("--cprofile", action="store_true",
@@ -85,19 +84,6 @@ def main():
     pts = wp.array(points, dtype=wp.vec3, device=dev)
     idx = wp.array(indices, dtype=wp.int32, device=dev)
     probe("mesh build, 1M triangles", lambda: wp.Mesh(points=pts, indices=idx), args.repeats)
-    for bits in [int(b) for b in args.bits.split(",") if b]:
-        wp.utils.radix_lanes.RADIX_BITS_GPU = bits
-        for label, fn in (("hash grid build", lambda: grid.build(particles, 0.04)),
-                          ("mesh build", lambda: wp.Mesh(points=pts, indices=idx))):
-            fn()
-            best = []
-            for _ in range(args.repeats):
-                wp.synchronize()
-                t = time.perf_counter()
-                fn()
-                wp.synchronize()
-                best.append(time.perf_counter() - t)
-            print(f"   {bits}-bit digits: {label} {min(best) * 1e3:.3f} ms")
 
 
 def sections(dev, builds=50):
