@@ -29,9 +29,13 @@ TW_FUNC int32_t* lane_ranks() {  // each element's rank within its warp, by roun
 // every lane holds the same one (high digits of clustered keys), the active lanes; else one vote per
 // digit bit, then the validity vote, rather than __match_any_sync, whose cost grows with the distinct
 // values in the warp (32 distinct digits are common: consecutive grid cells).
+// Whether every active lane of the warp holds the same d.
+TW_FUNC bool lane_all_same(unsigned active, int32_t d) {
+    return __all_sync(active, d == __shfl_sync(active, d, __ffs(active) - 1));
+}
 TW_FUNC unsigned lane_digit_peers(int32_t d, int32_t bits) {
     const unsigned active = __activemask();
-    if (__all_sync(active, d == __shfl_sync(active, d, __ffs(active) - 1))) return active;
+    if (lane_all_same(active, d)) return active;
     unsigned peers = __ballot_sync(active, d >= 0);
     if (d < 0) peers = ~peers & active;
     for (int bit = 0; bit < bits; ++bit) {
@@ -128,8 +132,7 @@ TW_FUNC void lane_digit_tally(int32_t d, int32_t table, int32_t round) {
     // a warp whose lanes all hold one digit (the high digits of sorted or clustered keys) adds once;
     // otherwise each lane adds its own (no votes: a tally needs no ranks)
     const unsigned active = __activemask();
-    const int32_t first = __shfl_sync(active, d, __ffs(active) - 1);
-    if (__all_sync(active, d == first)) {
+    if (detail::lane_all_same(active, d)) {
         if (d >= 0 && (threadIdx.x & 31u) == (unsigned)(__ffs(active) - 1)) atomicAdd(&tallies[table & 7][d], __popc(active));
     } else if (d >= 0) {
         atomicAdd(&tallies[table & 7][d], 1);

@@ -123,8 +123,6 @@ def _gather_groups(ids: wp.array(dtype=wp.int32), groups: wp.array(dtype=wp.int3
 # their own).
 CPU_DIGIT_BITS = 11  # the most bits either split takes (tables of 2048 counts, 8 KB; hash_grid.h's too)
 _CPU_DIGITS = 1 << CPU_DIGIT_BITS
-CPU_CHUNKS_PER_THREAD = 4  # chunks of points (tasks) per pool thread
-CPU_MIN_CHUNK = 4096       # points a chunk holds at least
 
 
 @wp.kernel(enable_backward=False)
@@ -328,9 +326,7 @@ class HashGrid:
         high half and cells within a partition by the low one."""
         low = bits // 2
         parts = ((self._cells - 1) >> low) + 1
-        threads = self.device.backend.num_threads
-        chunk = max(CPU_MIN_CHUNK, -(-n // (CPU_CHUNKS_PER_THREAD * threads)))
-        chunks = -(-n // chunk)
+        chunk, chunks = utils.radix.cpu_chunks(n, self.device)  # tasks as the CPU's radix sort cuts them
         if self._hist is None or self._hist.size < parts * chunks:
             self._hist = uninitialized(parts * chunks, dtype=T.int32, device=self.device)  # each build writes it
         keys, ids, hist, dev = self._keys, self._ids, self._hist, self.device
@@ -398,7 +394,8 @@ class HashGrid:
         # say); a graph capture writes it, and its replays write behind the host's back, so after one
         # the next build writes again
         fields = (d.point_ids, d.cell_starts, d.groups, width, num_points)
-        if fields == self._written and not self.device.is_capturing and not cpu_capture.active(self.device):
+        capturing = self.device.is_capturing or cpu_capture.active(self.device)
+        if fields == self._written and not capturing:
             return
-        self._written = None if self.device.is_capturing or cpu_capture.active(self.device) else fields
+        self._written = None if capturing else fields
         wp.launch(_store, dim=1, inputs=[self._desc, d], device=self.device, record_tape=False)

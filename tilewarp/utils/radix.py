@@ -1,8 +1,8 @@
-"""LSD radix sorts (``radix_sort_pairs`` and the library's own ``sort_order``): per digit a histogram
-per chunk of elements, an exclusive scan of the digit-major histogram (so each (digit, chunk) gets
-its first slot), then a stable scatter. On the CPU the chunks are few and large: one task counts and
-scatters each in order, over 11-bit digits. The GPU's kernels, which rank a chunk's elements across
-a block of lanes, are in ``radix_lanes``."""
+"""LSD radix sorts (``radix_sort_pairs`` and the library's own ``sort_order``). On the CPU, per digit a
+histogram per chunk of elements, an exclusive scan of the digit-major histogram (so each (digit,
+chunk) gets its first slot), then a stable scatter; the chunks are few and large: one task counts and
+scatters each in order, over 11-bit digits. The GPU's passes, which rank a chunk's elements across a
+block of lanes and place them by look-back, are in ``radix_lanes``."""
 from __future__ import annotations
 
 import operator
@@ -19,6 +19,14 @@ RADIX_BITS_CPU = 11  # bits per radix sort pass on the CPU (a histogram of 2048 
 _CPU_DIGITS = 1 << RADIX_BITS_CPU  # the CPU kernels' local digit tables
 RADIX_CHUNKS_PER_THREAD = 4  # CPU: chunks (tasks) per pool thread
 RADIX_MIN_CHUNK = 4096       # CPU: elements a chunk holds at least
+
+
+def cpu_chunks(n: int, device) -> tuple:
+    """(chunk, chunks): ``n`` elements cut into chunks of one task each, RADIX_CHUNKS_PER_THREAD a pool
+    thread, of at least RADIX_MIN_CHUNK elements (the CPU sorts' and the hash grid's split)."""
+    threads = device.backend.num_threads if device.is_cpu else 1
+    chunk = max(RADIX_MIN_CHUNK, -(-n // (RADIX_CHUNKS_PER_THREAD * threads)))
+    return chunk, -(-n // chunk)
 
 
 @wp.kernel(enable_backward=False)
@@ -72,9 +80,7 @@ def _radix_passes(keys: array, begin: int, end: int, kind: str, lanes: bool | No
     n, device, utype = keys.size, keys.device, keys.dtype
     if (not device.is_cpu if lanes is None else lanes):
         return radix_lanes.lane_passes(keys, begin, end, kind, order)
-    threads = device.backend.num_threads if device.is_cpu else 1
-    chunk = max(RADIX_MIN_CHUNK, -(-n // (RADIX_CHUNKS_PER_THREAD * threads)))
-    chunks = -(-n // chunk)
+    chunk, chunks = cpu_chunks(n, device)
     # scratch every pass writes before reading (each count kernel writes its digits' whole histogram
     # rows, and a pass scans only those): no zero fill
     hist = uninitialized(_CPU_DIGITS * chunks, dtype=T.int32, device=device)

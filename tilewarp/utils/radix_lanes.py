@@ -18,7 +18,6 @@ from .core import _digit, _Int32s, _order_flips
 RADIX_BITS_GPU = 8   # bits per pass: lanes.h's tables hold 256 digits (fixed) ...
 RADIX_GROUP = 256    # ... whose blocks of this many tasks (at most 256: lanes.h's lane_digit_rank) ...
 RADIX_ROUNDS = 8     # ... take chunks of RADIX_GROUP * RADIX_ROUNDS elements (one task, this many, on the CPU)
-HISTOGRAM_SPAN = 1   # chunks a block counts in the histogram launch (fewer blocks: fewer global atomics)
 
 
 _Int64s = wp.array(dtype=wp.int64)
@@ -26,32 +25,31 @@ _Int64s = wp.array(dtype=wp.int64)
 
 @wp.kernel(enable_backward=False)
 def _radix_lane_histograms(keys: wp.array(dtype=Any), copy_to: wp.array(dtype=Any), counters: _Int64s, n: int,
-                           group: int, span: int, passes: int, shift: Any, step: Any, mask: Any, last_mask: Any,
-                           sign: Any, flip_pos: Any, flip_neg: Any):
+                           group: int, passes: int, shift: Any, step: Any, mask: Any, last_mask: Any, sign: Any,
+                           flip_pos: Any, flip_neg: Any):
     # every pass's digit counts over the whole array, ahead of the passes, from one read of the keys: a
-    # block of `group` tasks tallies `span` chunks in shared memory, a table a pass (lanes.h), then adds
-    # them to counters[passes:], 256 a pass (one atomic per block and digit). An odd number of passes
+    # block of `group` tasks tallies a chunk in shared memory, a table a pass (lanes.h), then adds them
+    # to counters[passes:], 256 a pass (one atomic per block and digit). An odd number of passes
     # starts from a copy of the keys (copy_to, written here), so that the last pass ends in the keys
     t = wp.tid()
     block = t // group
-    base = block * span * group * RADIX_ROUNDS
-    for c in range(span):
-        wp._lane_prefetch(keys, base + c * group * RADIX_ROUNDS, n)
-        for e in range(RADIX_ROUNDS):
-            i = base + c * group * RADIX_ROUNDS + wp._lane_element(e)
-            k = keys[wp.min(i, n - 1)]
-            if passes % 2 == 1 and i < n:
-                copy_to[i] = k
-            s = shift
-            for p in range(passes):
-                m = mask
-                if p == passes - 1:
-                    m = last_mask
-                d = int(-1)
-                if i < n:
-                    d = _digit(k, s, m, sign, flip_pos, flip_neg)
-                wp._lane_digit_tally(d, p, c * RADIX_ROUNDS + e)
-                s = s + step
+    base = block * group * RADIX_ROUNDS
+    wp._lane_prefetch(keys, base, n)
+    for e in range(RADIX_ROUNDS):
+        i = base + wp._lane_element(e)
+        k = keys[wp.min(i, n - 1)]
+        if passes % 2 == 1 and i < n:
+            copy_to[i] = k
+        s = shift
+        for p in range(passes):
+            m = mask
+            if p == passes - 1:
+                m = last_mask
+            d = int(-1)
+            if i < n:
+                d = _digit(k, s, m, sign, flip_pos, flip_neg)
+            wp._lane_digit_tally(d, p, e)
+            s = s + step
     # GPU: each task adds one digit's counts (256 = group); the CPU's one-task block, every digit.
     # Every task calls _lane_tally_total the same number of times (it waits for the tallies)
     lane = t - block * group
@@ -64,8 +62,8 @@ def _radix_lane_histograms(keys: wp.array(dtype=Any), copy_to: wp.array(dtype=An
 
 @wp.kernel(enable_backward=False)
 def _radix_lane_sweep(keys: wp.array(dtype=Any), idx: _Int32s, keys_out: wp.array(dtype=Any), idx_out: _Int32s,
-                      counters: _Int64s, status: _Int64s, hist: _Int64s, n: int, group: int, digits: int, bits: int, p: int,
-                      first_pass: int, shift: Any, mask: Any, sign: Any, flip_pos: Any, flip_neg: Any):
+                      counters: _Int64s, status: _Int64s, hist: _Int64s, n: int, group: int, digits: int, bits: int,
+                      p: int, first_pass: int, shift: Any, mask: Any, sign: Any, flip_pos: Any, flip_neg: Any):
     # one pass: the block takes the next chunk (a ticket), ranks its elements among equal digits, finds
     # each digit's place by look-back over the chunks before it, stages the chunk in digit order and
     # writes it out a digit run at a time (lanes.h)
@@ -113,12 +111,9 @@ def lane_passes(keys: array, begin: int, end: int, kind: str, order: array | Non
     bufs = [keys, uninitialized(n, dtype=utype, device=device)]
     flips = _order_flips(utype, kind)
     last_digits = 1 << (end - shifts[-1])
-    span = HISTOGRAM_SPAN if not device.is_cpu else 1
-    blocks = -(-chunks // span)
-    wp.launch(_radix_lane_histograms, dim=blocks * group, device=device, block_dim=RADIX_GROUP, record_tape=False,
-              inputs=[keys, bufs[1], counters, n, group, span, passes, utype(begin), utype(bits), utype(255),
-                      utype(last_digits - 1), *flips])
     launch = {"dim": chunks * group, "device": device, "block_dim": RADIX_GROUP, "record_tape": False}
+    wp.launch(_radix_lane_histograms, inputs=[keys, bufs[1], counters, n, group, passes, utype(begin), utype(bits),
+                                              utype(255), utype(last_digits - 1), *flips], **launch)
     for p, shift in enumerate(shifts):
         digits = 1 << min(bits, end - shift)
         src, dst = (passes + p) % 2, (passes + p + 1) % 2  # the last pass writes bufs[0], the keys
