@@ -236,6 +236,29 @@ def test_graph_capture_replays_a_sequence_of_launches():
 
 @pytest.mark.cuda
 @needs_cuda
+def test_graphs_relaunch_with_memory_they_allocated_and_die_during_captures():
+    """A graph that allocated memory it did not free launches again (the memory keeps its address:
+    the array stays valid); a graph dropped while another capture runs is destroyed after that
+    capture, which it would otherwise invalidate."""
+    d = wp.get_device("cuda:0")
+    if not wp.is_mempool_enabled(d):
+        pytest.skip("allocations inside a capture need the memory pool")
+    with wp.ScopedCapture(d) as capture:
+        a = wp.zeros(64, device=d)
+        wp.launch(add_one, dim=64, inputs=[a])
+    for _ in range(3):
+        wp.capture_launch(capture.graph)  # each launch allocates and zeroes again, then adds one
+    np.testing.assert_array_equal(a.numpy(), np.ones(64, np.float32))
+    b = wp.zeros(64, device=d)
+    with wp.ScopedCapture(d) as capture:  # rebinding drops the first graph inside this capture
+        wp.launch(add_one, dim=64, inputs=[b])
+    wp.capture_launch(capture.graph)
+    wp.capture_launch(capture.graph)
+    np.testing.assert_array_equal(b.numpy(), np.full(64, 2.0, np.float32))
+
+
+@pytest.mark.cuda
+@needs_cuda
 def test_capture_begin_end_with_a_kernel_first_loaded_inside():
     @wp.kernel
     def twice(a: wp.array(dtype=float)):

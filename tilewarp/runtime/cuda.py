@@ -222,6 +222,7 @@ class CudaBackend:
         self._pending: set = set()            # handles launched since the last synchronisation
         self.capturing = 0                    # captures tilewarp began on this device
         self._deferred_frees: list = []       # frees held back while a capture runs
+        self._deferred_graphs: list = []      # graphs dropped while a capture runs, destroyed after it
         self._capture_allocs: set = set()     # pool blocks allocated inside the running capture
         self._blocking_cache: dict = {}
 
@@ -641,11 +642,17 @@ class CudaBackend:
                 frees, self._deferred_frees = self._deferred_frees, []
                 for p in frees:
                     self.free(p)
+                graphs, self._deferred_graphs = self._deferred_graphs, []
+                for g in graphs:
+                    self.destroy_graph(*g)
         return int(graph)
 
     def instantiate_graph(self, graph: int) -> int:
+        # AUTO_FREE_ON_LAUNCH: memory a capture allocated and did not free (a volume or a scratch array
+        # the program keeps) is released and allocated again, at the same address, by the next launch;
+        # without it a graph holding such memory cannot be launched twice
         self.make_current()
-        return int(check(_driver().cuGraphInstantiate(graph, 0), "cuGraphInstantiate"))
+        return int(check(_driver().cuGraphInstantiate(graph, 1), "cuGraphInstantiate"))
 
     def launch_graph(self, graph_exec: int, stream=None):
         self.make_current()
@@ -657,6 +664,9 @@ class CudaBackend:
         return int(n)
 
     def destroy_graph(self, graph: int = 0, graph_exec: int = 0):
+        if self.capturing:  # destroying a graph is not allowed while a stream captures: after it
+            self._deferred_graphs.append((graph, graph_exec))
+            return
         d = _driver()
         if graph_exec:
             d.cuGraphExecDestroy(graph_exec)
