@@ -1,6 +1,7 @@
 """Geometry rows of ``python -m benchmarks`` (issue 28): BVH build and refit of a 1M-triangle mesh,
 1M closest-point and ray queries against it, a hash-grid build and a neighbour count over 1M
-particles; the same text through tilewarp and warp-lang (``--only geometry``)."""
+particles, and an index volume of those particles allocated exactly and rebuilt in place; the same
+text through tilewarp and warp-lang (``--only geometry``)."""
 from __future__ import annotations
 
 import textwrap
@@ -78,11 +79,18 @@ def bench_geometry(wp, k, device, on_gpu, timeit) -> dict:
     out["neighbour count"] = timeit(wp, lambda: wp.launch(k.count_neighbours, dim=len(g),
                                                           inputs=[grid.id, particles, radius, counts], device=device),
                                     1, repeats=repeats), len(g)
+    # the particles as an index volume's voxels (0.02 apart: about one a voxel), exact and rebuilt
+    out["volume allocate"] = timeit(wp, lambda: wp.Volume.allocate_by_voxels(particles, spacing, device=device), 1,
+                                    repeats=repeats), len(g)
+    volume = wp.Volume.allocate_by_voxels(particles, spacing, device=device, max_active_voxels=2 * len(g),
+                                          max_leaf_nodes=8192, max_lower_nodes=64, max_upper_nodes=8)
+    out["volume rebuild"] = timeit(wp, lambda: volume.rebuild(particles), 1, repeats=repeats), len(g)
     return out
 
 
 def report_geometry(tw: dict, ref: dict, line) -> None:
-    for key in ("mesh build", "mesh refit", "closest point", "ray", "hash grid build", "neighbour count"):
+    for key in ("mesh build", "mesh refit", "closest point", "ray", "hash grid build", "neighbour count",
+                "volume allocate", "volume rebuild"):
         a, b = tw.get(key), ref.get(key)
         count = None
         if isinstance(a, tuple):

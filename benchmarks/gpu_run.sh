@@ -33,6 +33,7 @@
 #   geometry  tests/geometry on cuda:0 (one pytest per file, 8 at a time), then Warp's geometry example
 #             programs on cuda:0 (needs .warpfiles: a copy of warp-lang's warp/examples and warp/tests, and
 #             of ../shared/warp_suite; ignored by git, carried)
+#   volume    tests/geometry/test_volume.py on cuda:0, then Warp's volume test files (cpu + cuda:0), from .warpfiles
 #   geosuite  Warp's geometry tests against tilewarp (cpu + cuda:0), from .warpfiles
 #   geoprof   the GPU hash-grid and mesh builds launch by launch (host-timed), and Nsight Compute's kernel times
 #   geoquery  Nsight Compute sections of the benchmark's ray and neighbour-count kernels
@@ -253,6 +254,13 @@ EOF
     WARP_EXAMPLES_DIR="$REPO/.warpfiles/warp/examples" TILEWARP_ASSET_DIR="$REPO/.warpfiles/warp/examples/assets" \
       timeout 280 python -m benchmarks.warp_examples --geometry --device cuda:0 --frames 3 --timeout 100 \
       --json "$OUT/warp_examples.json" | tee "$OUT/warp_examples.txt" ;;
+  volume)  # Volume allocations and rebuilds: our tests on cuda:0, then Warp's volume test files (cpu + cuda:0)
+    TILEWARP_TEST_DEVICES=cuda:0 timeout 250 python -m pytest -q -p no:cacheprovider --tb=short \
+      tests/geometry/test_volume.py 2>&1 | tail -15
+    timeout 250 python .warpfiles/warp_suite/warp_suite.py --warp-dir .warpfiles/warp --module tilewarp \
+      --tests geometry/test_volume_write.py --tests geometry/test_volume.py -j 8 --timeout 200 \
+      --out "$OUT/warpsuite_volume.json" > "$OUT/warpsuite_volume.txt" 2>&1
+    tail -8 "$OUT/warpsuite_volume.txt" ;;
   geosuite)
     timeout 280 python .warpfiles/warp_suite/warp_suite.py --warp-dir .warpfiles/warp --module tilewarp --tests geometry \
       --tests test_closest_point_edge_edge.py --tests test_intersect.py --tests test_noise.py \

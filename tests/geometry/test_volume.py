@@ -13,6 +13,9 @@ import pytest
 
 import tilewarp as wp
 from conftest import load_both, need_warp
+from tilewarp.geometry import nanovdb as nv
+from tilewarp.geometry import vdb_build as vb
+from tilewarp.runtime.cuda import CaptureError
 
 try:
     import warp
@@ -506,6 +509,132 @@ def test_rebuild_in_place(device):
     out = wp.zeros(1, dtype=float, device=device)
     wp.launch(lookup_one, dim=1, inputs=[vol.id, wp.vec3i(16, 7, 7), out], device=device)
     assert out.numpy()[0] == 2.5  # rebuilt leaves hold the background
+
+
+def _topology(kind, ijk):
+    """The NumPy builder's topology of voxels: their leaves, with all voxels (tiles) or theirs active."""
+    ijk = np.unique(ijk.reshape(-1, 3), axis=0)
+    origins, leaf = np.unique(ijk & np.int32(~7), axis=0, return_inverse=True)
+    if kind == "tiles":
+        return vb.Topology(origins, np.full((len(origins), 8), np.uint64(2 ** 64 - 1)))
+    local = (ijk & 7).astype(np.int64)
+    bit = local[:, 0] << 6 | local[:, 1] << 3 | local[:, 2]
+    masks = np.zeros((len(origins), 8), np.uint64)
+    np.bitwise_or.at(masks, (leaf.reshape(-1), bit >> 6), np.left_shift(np.uint64(1), (bit & 63).astype(np.uint64)))
+    return vb.Topology(origins, masks)
+
+
+def _host_build(vol, ijk, mask):
+    """What the NumPy builder writes for ``vol``'s rebuild from index-space ``ijk``: the grid of the
+    leading nodes that fit the capacities, and the REBUILD_* flags of what did not."""
+    a = vol._alloc
+    ijk = ijk if mask is None else ijk[mask != 0]
+    topo = _topology(a["kind"], ijk)
+    cap, most = a["capacity"], a["voxels"]
+    n, voxels = topo.counts, topo.word_counts.sum(axis=1)
+    flags = (n.leaf > cap.leaf) | (n.lower > cap.lower) << 1 | (n.upper > cap.upper) << 2
+    flags |= (most is not None and voxels.sum() > most) << 3
+    keep = (np.arange(n.leaf) < cap.leaf) & (topo.leaf_lower < cap.lower)
+    keep &= topo.lower_upper[topo.leaf_lower] < cap.upper if n.leaf else keep
+    keep &= np.cumsum(voxels) <= (2 ** 62 if most is None else most)
+    k = n.leaf if keep.all() else int(np.argmin(keep))
+    return vb.build(vb.Topology(topo.origins[:k], topo.masks[:k]), a["code"], a["background"], a["map"], cap), flags
+
+
+def _check_exact(kind, ijk, bg, device):
+    pts = wp.array(ijk, dtype=wp.int32, device=device)
+    vol = (wp.Volume.allocate_by_tiles(pts, 0.5, bg_value=bg, device=device) if kind == "tiles"
+           else wp.Volume.allocate_by_voxels(pts, 0.5, device=device))
+    a = vol._alloc
+    want = vb.build(_topology(kind, ijk), a["code"], a["background"], a["map"])
+    np.testing.assert_array_equal(vol.array().numpy(), want)
+    assert vol.get_voxel_count() == (nv.tree_header(want)["voxel_count"] if kind == "voxels" else 512 * len(
+        np.unique(ijk & ~7, axis=0)))
+
+
+def _in_use(vol, grid):
+    """The bytes of ``grid`` a reader uses: headers, root tiles and nodes up to the tree's counts."""
+    L, cap, tree = nv.LAYOUTS[vol._alloc["code"]], vol._alloc["capacity"], nv.tree_header(grid)
+    root = nv.GRID_SIZE + nv.TREE_SIZE
+    spans = [(0, root + L.root_size, 1), (root + L.root_size, L.tile_size, int(tree["upper_count"]))]
+    start = root + L.root_size + cap.upper * L.tile_size
+    for size, count, used in ((L.upper_size, cap.upper, "upper_count"), (L.lower_size, cap.lower, "lower_count"),
+                              (L.leaf_size, cap.leaf, "leaf_count")):
+        spans.append((start, size, int(tree[used])))
+        start += size * count
+    mask = np.zeros(grid.size, bool)
+    for at, size, count in spans:
+        mask[at:at + size * count] = True
+    return mask
+
+
+@pytest.mark.parametrize("kind", ["tiles", "voxels"])
+def test_rebuild_on_the_device_writes_the_host_build(device, rng, kind):
+    """Rebuildable volumes are built by kernels on their device: every byte a reader uses equals what
+    the NumPy builder writes for the same points cut to the capacities, with the same status flags.
+    Random points (index and world space, duplicates, masked), value and index grids, capacities
+    that fit and that overflow, each rebuild over the previous one."""
+    backgrounds = [1.5, 7, wp.vec3(1, 2, 3), wp.float64(2.5), None, wp.vec4d(1, 2, 3, 4)]
+    status = wp.zeros(1, dtype=wp.uint32, device=device)
+    for trial in range(6):
+        tight = trial % 2 == 0
+        caps = [int(c) for c in rng.integers(1, 9, 4)] if tight else [4000, 400, 60, 30]
+        first = wp.array(rng.integers(-50, 50, (5, 3)).astype(np.int32), dtype=wp.int32, device=device)
+        if kind == "tiles":
+            vol = wp.Volume.allocate_by_tiles(first, 0.5, bg_value=backgrounds[trial], device=device, status=status,
+                                              max_tiles=caps[1], max_lower_nodes=caps[2], max_upper_nodes=caps[3])
+        else:
+            vol = wp.Volume.allocate_by_voxels(first, 0.5, device=device, status=status, max_active_voxels=caps[0],
+                                               max_leaf_nodes=caps[1], max_lower_nodes=caps[2], max_upper_nodes=caps[3])
+        for again in range(2):
+            n = int(rng.integers(0, 50))
+            spread = [20, 300, 9000][(trial + again) % 3]
+            ijk = rng.integers(-spread, spread, (n, 3)).astype(np.int32)
+            ijk[n // 2:] = ijk[:n - n // 2]  # duplicates
+            mask = (rng.random(n) < 0.7).astype(np.int32) if again else None
+            wp_mask = None if mask is None else wp.array(mask, dtype=wp.int32, device=device)
+            if trial % 3 == 1:  # world space: points near voxel centres of a 0.5 grid
+                world = ijk.astype(np.float32) * 0.5 + rng.uniform(-0.2, 0.2, ijk.shape).astype(np.float32)
+                vol.rebuild(wp.array(world, dtype=wp.vec3, device=device), status=status, point_mask=wp_mask)
+            else:
+                vol.rebuild(wp.array(ijk, dtype=wp.int32, device=device), status=status, point_mask=wp_mask)
+            want, flags = _host_build(vol, ijk, mask)
+            if mask is None:  # an exact grid of the same points: the whole buffer, sized by them
+                _check_exact(kind, ijk, backgrounds[trial], device)
+            got = vol.array().numpy()
+            used = _in_use(vol, want)
+            assert got.size == want.size
+            np.testing.assert_array_equal(got[used], want[used], err_msg=f"trial {trial}.{again}")
+            assert int(status.numpy()[0]) == flags
+            tree = nv.tree_header(want)
+            assert vol.get_active_stats()[1:] == (tree["leaf_count"], tree["lower_count"], tree["upper_count"])
+
+
+def test_allocate_and_rebuild_inside_a_capture(device):
+    """A rebuildable allocation and a rebuild captured in a graph run again at each replay, reading
+    the points' contents then; an exact allocation inside a CUDA capture is refused by name."""
+    if device.startswith("cuda") and not wp.is_mempool_enabled(device):
+        pytest.skip("allocations inside a CUDA capture need the memory pool")
+    pts = wp.array([[0, 0, 0], [8, 0, 0]], dtype=wp.int32, device=device)
+    status = wp.zeros(1, dtype=wp.uint32, device=device)
+    with wp.ScopedCapture(device=device) as capture:
+        vol = wp.Volume.allocate_by_tiles(pts, voxel_size=1.0, bg_value=2.0, device=device, max_tiles=4,
+                                          max_lower_nodes=4, max_upper_nodes=4, status=status)
+    for layout, leaves in (([[0, 0, 0], [8, 0, 0]], 2), ([[16, 0, 0], [16, 0, 0]], 1), ([[0, 0, 0], [0, 0, 4096]], 2)):
+        pts.assign(np.array(layout, np.int32))
+        wp.capture_launch(capture.graph)
+        tiles = vol.get_tiles().numpy()[:leaves]
+        np.testing.assert_array_equal(np.unique(tiles, axis=0), np.unique(np.array(layout) & ~7, axis=0))
+        assert vol.get_active_stats().leaf_node_count == leaves and status.numpy()[0] == 0
+    pts.assign(np.array([[0, 0, 0], [0, 0, 9000]], np.int32))
+    with wp.ScopedCapture(device=device) as again:
+        vol.rebuild(pts, status=status)
+    wp.capture_launch(again.graph)
+    assert vol.get_active_stats().upper_node_count == 2
+    if device.startswith("cuda"):
+        with pytest.raises(CaptureError, match="allocate_by_voxels.*rebuildable=True"):
+            with wp.ScopedCapture(device=device):
+                wp.Volume.allocate_by_voxels(pts, voxel_size=1.0, device=device)
 
 
 @wp.kernel

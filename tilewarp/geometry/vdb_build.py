@@ -67,17 +67,6 @@ class Topology:
     def voxel_count(self) -> int:
         return int(self.word_counts.sum())
 
-    def truncated(self, cap: Capacity, max_voxels: int | None = None) -> "Topology":
-        """The leading leaves that fit the capacities (all of them when they fit)."""
-        # node numbers grow along the leaf order, so what fits is a leading run of leaves
-        keep = (np.arange(len(self.origins)) < cap.leaf) & (self.leaf_lower < cap.lower)
-        if len(self.origins):
-            keep &= self.lower_upper[self.leaf_lower] < cap.upper
-        if max_voxels is not None:
-            keep &= np.cumsum(self.word_counts.sum(axis=1)) <= max_voxels
-        n = len(keep) if keep.all() else int(np.argmin(keep))
-        return Topology(self.origins[:n], self.masks[:n])
-
 
 def _slot(origins, mask, shift, bits):
     c = (origins.astype(np.int64) & mask) >> shift

@@ -5,8 +5,9 @@ buffer's address (``native/geometry/volume.h`` walks the tree in place), so ``lo
 can alias any grid already in memory. The host keeps a snapshot of the grid's headers and feature
 metadata, taken (and checked) when the volume is made, for the introspection methods. Loading a file
 checks every node reference of every grid first (``nanovdb.validate``), so a corrupt file raises
-instead of sending kernels astray. Allocations build the buffer on the host (``vdb_build``), then
-upload it; a rebuildable volume keeps node slots for capacities and is rebuilt in place.
+instead of sending kernels astray. Exact allocations build the buffer on the host (``vdb_build``),
+then upload it; a rebuildable volume keeps node slots for capacities and is built and rebuilt in
+place by kernels on its device (``vdb_rebuild``), inside graph captures too.
 """
 from __future__ import annotations
 
@@ -250,8 +251,9 @@ class Volume:
 
     def _leaves(self) -> tuple:
         """(leaf region on the host, the leaves' byte offsets in it)."""
-        start = nv.GRID_SIZE + int(self._tree["leaf_offset"])
-        count = int(self._tree["leaf_count"])
+        tree = nv.tree_header(_read(self.device, self.id, nv.GRID_SIZE + nv.TREE_SIZE))  # rebuilds change it
+        start = nv.GRID_SIZE + int(tree["leaf_offset"])
+        count = int(tree["leaf_count"])
         leaf_size = nv.LAYOUTS[self._code].leaf_size if self._code in nv.LAYOUTS else 0
         end = start + count * leaf_size if leaf_size else int(self._head["grid_size"])
         if end > self._size:  # checked when the volume was made; a rebuild keeps it so
@@ -423,7 +425,14 @@ class Volume:
         self.id = self._buffer.ptr
         _LIVE[self.id] = self
 
-    def _replace(self, grid: np.ndarray) -> None:
-        """A rebuild: the new grid (same size, capacities unchanged) over the old one, same id."""
-        _write(self.device, self.id, grid)
-        self._snapshot(self.id, self._size)
+    def _install_empty(self, grid: np.ndarray, device) -> None:
+        """Become a rebuildable grid of no voxels (``vdb_build`` of an empty topology): a zeroed buffer of
+        its size, whose headers ``vdb_rebuild.write_head`` writes; the snapshot is the host's (nothing
+        is read back, so this works inside a graph capture)."""
+        self.device = device
+        self._buffer = zeros(grid.size, dtype=T.uint8, device=device)
+        self._size = grid.size
+        self._head, self._tree = nv.grid_header(grid).copy(), nv.tree_header(grid).copy()
+        self._blind = np.zeros(0, nv.BLIND_META)
+        self.id = self._buffer.ptr
+        _LIVE[self.id] = self

@@ -1,7 +1,8 @@
 """What ``wp.Volume``'s allocators and ``rebuild`` take apart: voxel sizes and transforms, background
-values (which fix the grid type), point arrays (index or world space, masked), rebuild capacities,
-and the topology (leaves with their active voxels) the points ask for. Grids are built on the host
-(``vdb_build``) and uploaded; ``load_from_numpy`` fills one with the kernels below.
+values (which fix the grid type), point arrays (index or world space, masked), rebuild capacities.
+The grid's headers come from the host (``vdb_build`` of an empty topology); its nodes are built by
+kernels on the volume's device (``vdb_rebuild``), in a grid of the volume's capacities or of the
+node counts its points make. ``load_from_numpy`` fills a grid with the kernels below.
 """
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ import tilewarp as wp
 
 from ..language import types as T
 from ..runtime.array import array
+from ..runtime.cuda import CaptureError
 from ..runtime.device import get_device
 from . import nanovdb as nv
+from . import vdb_rebuild
 from .vdb_build import Capacity, Topology, build, make_map
 
 #: value types a grid can be allocated with, and their NanoVDB codes
@@ -28,7 +31,6 @@ NVDB_DTYPES = {"float": T.float32, "double": T.float64, "int16": T.int16, "int32
                "Vec3u16": T.vector(3, T.uint16), "uint8": T.uint8}
 
 REBUILD_LEAF, REBUILD_LOWER, REBUILD_UPPER, REBUILD_VOXEL = 1, 2, 4, 8
-FULL_MASK = np.uint64(2 ** 64 - 1)
 
 
 def normalize_voxel_size(voxel_size) -> tuple:
@@ -94,8 +96,8 @@ def background(bg_value) -> tuple:
     return code, values.tobytes(), t
 
 
-def points_of(points, name: str) -> np.ndarray:
-    """The (N, 3) host copy of a point array: vec3 / vec3i, or (N, 3) float32 / int32."""
+def checked_points(points, name: str) -> array:
+    """``points`` if it is a contiguous array of vec3 / vec3i, or (N, 3) float32 / int32."""
     ok = isinstance(points, array) and points.shape is not None and points.is_contiguous
     if ok:
         scalar = T.scalar_of(points.dtype)
@@ -105,10 +107,11 @@ def points_of(points, name: str) -> np.ndarray:
     if not ok:
         raise RuntimeError(f"{name} must be contiguous and either a 1D Warp array of vec3f or vec3i or a 2D n-by-3 "
                            "array of int32 or float32.")
-    return np.asarray(points.numpy()).reshape(-1, 3)
+    return points
 
 
-def point_mask_of(point_mask, count: int):
+def checked_mask(point_mask, count: int):
+    """``point_mask`` (None, or a contiguous 1-d int32 array of at least ``count`` entries)."""
     if point_mask is None:
         return None
     if not (isinstance(point_mask, array) and point_mask.dtype is T.int32 and point_mask.ndim == 1
@@ -116,37 +119,7 @@ def point_mask_of(point_mask, count: int):
         raise RuntimeError("point_mask must be a contiguous 1D Warp array with dtype int32")
     if point_mask.shape[0] < count:
         raise RuntimeError(f"point_mask must have at least {count} entries")
-    return point_mask.numpy()[:count] != 0
-
-
-def voxels_of(points: np.ndarray, mask, grid_map: dict) -> np.ndarray:
-    """Index-space voxels of points: integers as they are, floats through the inverse map, rounded."""
-    if mask is not None:
-        points = points[mask]
-    if points.dtype.kind == "f":
-        inv, t = grid_map["invmatf"].reshape(3, 3), grid_map["vecf"]
-        ijk = np.floor((points.astype(np.float32) - t) @ inv.T + np.float32(0.5))
-        if not np.isfinite(ijk).all():
-            raise RuntimeError("points map to non-finite index-space coordinates")
-        return np.clip(ijk, -2 ** 31, 2 ** 31 - 1).astype(np.int32)
-    return points.astype(np.int32)
-
-
-def tile_topology(ijk: np.ndarray) -> Topology:
-    """Every leaf holding one of the voxels, with all its voxels active."""
-    origins = np.unique(ijk & np.int32(~7), axis=0)
-    return Topology(origins, np.full((len(origins), 8), FULL_MASK))
-
-
-def voxel_topology(ijk: np.ndarray) -> Topology:
-    """The leaves of the voxels, with exactly those voxels active."""
-    ijk = np.unique(ijk.reshape(-1, 3), axis=0)
-    origins, leaf = np.unique(ijk & np.int32(~7), axis=0, return_inverse=True)
-    local = (ijk & 7).astype(np.int64)
-    n = local[:, 0] << 6 | local[:, 1] << 3 | local[:, 2]
-    masks = np.zeros((len(origins), 8), np.uint64)
-    np.bitwise_or.at(masks, (leaf.reshape(-1), n >> 6), np.left_shift(np.uint64(1), (n & 63).astype(np.uint64)))
-    return Topology(origins, masks)
+    return point_mask
 
 
 def capacity(value, default: int, name: str) -> int:
@@ -170,15 +143,6 @@ def status_array(status, device):
     if status.device != device:
         raise RuntimeError(f"status must be on device {device}, got {status.device}")
     return status
-
-
-def overflow_flags(topo: Topology, cap: Capacity, voxel_capacity: int | None) -> int:
-    n = topo.counts
-    flags = (REBUILD_LEAF if n.leaf > cap.leaf else 0) | (REBUILD_LOWER if n.lower > cap.lower else 0)
-    flags |= REBUILD_UPPER if n.upper > cap.upper else 0
-    if voxel_capacity is not None and topo.voxel_count > voxel_capacity:
-        flags |= REBUILD_VOXEL
-    return flags
 
 
 def box_tiles(lo, hi) -> np.ndarray:
@@ -259,7 +223,7 @@ def allocate_by_tiles(cls, tile_points, voxel_size=None, bg_value=0.0, translati
     and background (None: an index grid). A capacity argument or ``rebuildable`` reserves node slots
     for ``rebuild``; ``status`` receives its REBUILD_* flags, ``point_mask`` drops points where 0."""
     device = get_device(device)
-    points = points_of(tile_points, "tile_points")
+    points = checked_points(tile_points, "tile_points")
     grid_map = make_map(*index_map(voxel_size, translation, transform))
     value = background(bg_value)
     cap = None
@@ -268,12 +232,12 @@ def allocate_by_tiles(cls, tile_points, voxel_size=None, bg_value=0.0, translati
         lower = capacity(max_lower_nodes, leaf, "max_lower_nodes")
         cap = Capacity(capacity(max_upper_nodes, lower, "max_upper_nodes"), lower, leaf)
         status = status_array(status, device)
-    mask = point_mask_of(point_mask, len(points))
+    mask = checked_mask(point_mask, len(points))
     volume = cls(None)
     code, bg = (nv.CODES["Index"], b"") if value is None else value[:2]
     volume._alloc = {"kind": "tiles", "code": code, "background": bg, "map": grid_map, "capacity": cap,
                      "voxels": None}
-    _build_into(volume, tile_topology(voxels_of(points, mask, grid_map)), status if cap else None, device)
+    _make(volume, points, mask, status, device, "Volume.allocate_by_tiles")
     if cap:
         volume._rebuild_info = cls.RebuildInfo("tiles", cap.leaf * 512, cap.leaf, cap.lower, cap.upper)
     return volume
@@ -286,7 +250,7 @@ def allocate_by_voxels(cls, voxel_points, voxel_size=None, translation=(0.0, 0.0
     space, float32: world space); each active voxel indexes one element of user arrays. Capacities,
     ``status`` and ``point_mask`` as for ``allocate_by_tiles``."""
     device = get_device(device)
-    points = points_of(voxel_points, "voxel_points")
+    points = checked_points(voxel_points, "voxel_points")
     grid_map = make_map(*index_map(voxel_size, translation, transform))
     cap, voxels = None, None
     if rebuildable or any(c is not None for c in (max_active_voxels, max_leaf_nodes, max_lower_nodes,
@@ -296,11 +260,11 @@ def allocate_by_voxels(cls, voxel_points, voxel_size=None, translation=(0.0, 0.0
         lower = capacity(max_lower_nodes, leaf, "max_lower_nodes")
         cap = Capacity(capacity(max_upper_nodes, lower, "max_upper_nodes"), lower, leaf)
         status = status_array(status, device)
-    mask = point_mask_of(point_mask, len(points))
+    mask = checked_mask(point_mask, len(points))
     volume = cls(None)
     volume._alloc = {"kind": "voxels", "code": nv.CODES["OnIndex"], "background": b"", "map": grid_map,
                      "capacity": cap, "voxels": voxels}
-    _build_into(volume, voxel_topology(voxels_of(points, mask, grid_map)), status if cap else None, device)
+    _make(volume, points, mask, status, device, "Volume.allocate_by_voxels")
     if cap:
         volume._rebuild_info = cls.RebuildInfo("voxels", voxels, cap.leaf, cap.lower, cap.upper)
     return volume
@@ -310,30 +274,41 @@ def rebuild(self, points, status=None, point_mask=None):
     """Rebuild the topology in place from ``points`` (tile points for ``allocate_by_tiles`` volumes,
     voxel points for ``allocate_by_voxels`` ones), keeping the value type, background, map and
     capacities; values are reset to the background. Returns ``status`` (REBUILD_* flags: what did not
-    fit; the leading nodes that do are kept)."""
+    fit; the leading nodes that do are kept). Runs on the volume's device, inside a graph capture too."""
     kind = self._rebuild_info.kind
     if kind is None:
         raise RuntimeError("Volume is not rebuildable: allocate it with rebuildable=True or capacities")
-    pts = points_of(points, "tile_points" if kind == "tiles" else "voxel_points")
+    points = checked_points(points, "tile_points" if kind == "tiles" else "voxel_points")
     status = status_array(status, self.device)
-    ijk = voxels_of(pts, point_mask_of(point_mask, len(pts)), self._alloc["map"])
-    _build_into(self, tile_topology(ijk) if kind == "tiles" else voxel_topology(ijk), status, self.device)
+    mask = checked_mask(point_mask, len(points))
+    vdb_rebuild.rebuild(self, _on(points, self.device), _on(mask, self.device), status)
     return status
 
 
-def _build_into(volume, topo, status, device) -> None:
-    """Build the volume's grid for ``topo`` (cut to its capacities) and install it, or write it over
-    the current one (rebuilds)."""
+def _on(a, device):
+    """``a`` on ``device`` (a copy when it is elsewhere)."""
+    return a if a is None or a.device == device else wp.clone(a, device=device)
+
+
+def _make(volume, points, mask, status, device, what: str) -> None:
+    """Build the volume's grid with kernels on ``device`` (``vdb_rebuild``): rebuildable volumes in a
+    grid of their capacities, exact ones in a grid of the node counts their points make (read back
+    first, so not inside a CUDA graph capture)."""
     a = volume._alloc
-    flags = 0
-    if a["capacity"] is not None:
-        flags = overflow_flags(topo, a["capacity"], a["voxels"])
-        if flags:
-            topo = topo.truncated(a["capacity"], a["voxels"])
-    grid = build(topo, a["code"], a["background"], a["map"], a["capacity"])
-    if volume.id:
-        volume._replace(grid)
-    else:
-        volume._install(grid, device)
-    if status is not None:
-        status[0:1].assign(np.array([flags], np.uint32))
+    cap = a["capacity"]
+    if cap is None and device.is_cuda and device.is_capturing:
+        raise CaptureError(f"{what} reads the node count back from {device} to size the grid, which a CUDA graph "
+                           "capture does not allow: pass rebuildable=True (or capacities) to allocate it inside "
+                           "a capture")
+    points, mask = _on(points, device), _on(mask, device)
+    numbering = vdb_rebuild.number(points, mask, a, device) if cap is None else None
+    size = cap or vdb_rebuild.totals(numbering)
+    empty = Topology(np.zeros((0, 3), np.int32), np.zeros((0, 8), np.uint64))
+    grid = build(empty, a["code"], a["background"], a["map"], size)
+    volume._install_empty(grid, device)
+    vdb_rebuild.write_head(volume, grid[:nv.GRID_SIZE + nv.TREE_SIZE + nv.LAYOUTS[a["code"]].root_size])
+    if cap is not None:
+        vdb_rebuild.rebuild(volume, points, mask, status)
+        return
+    vdb_rebuild.write(volume, numbering, size, None)
+    volume._snapshot(volume.id, volume._size)  # the counts the build wrote
