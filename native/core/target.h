@@ -20,12 +20,16 @@ typedef unsigned long long uint64_t;
 #define TW_FUNC __device__ inline
 // No `inline` here: TW_FORCEINLINE is combined with TW_FUNC, and `inline inline` is ill-formed.
 #define TW_FORCEINLINE __attribute__((always_inline))
+// A large helper called from several places, kept out of line on CUDA: inlining every call of it
+// multiplies the kernel and NVRTC's compile time (the host compiler decides for itself).
+#define TW_OUTLINE __device__ __noinline__
 #define TW_EXPORT
 #else
 #include <cmath>
 #include <cstdint>
 #define TW_FUNC inline
 #define TW_FORCEINLINE __attribute__((always_inline))
+#define TW_OUTLINE inline
 #define TW_EXPORT __attribute__((visibility("default")))
 #endif
 

@@ -158,7 +158,7 @@ TW_FUNC double tex_lerp(double a, double b, double f) { return a + f * (b - a); 
 // The sample of C channels at one level, and (with grad) its derivatives in the N texel coordinates.
 // corner k of the 2^N footprint takes texel i1 on axis a when bit a of k is set.
 template <int N, int C, typename Tex>
-TW_FUNC void tex_sample_level(const Tex& t, int level, const float* coords, double* value, double (*grad)[C]) {
+TW_OUTLINE void tex_sample_level(const Tex& t, int level, const float* coords, double* value, double (*grad)[C]) {
     tex_level lv = tex_level_at<N>(t, level);
     bool linear = t.f_filter_mode != 0;
     // texel units per coordinate unit: the level's size (normalized coordinates), else the level's
