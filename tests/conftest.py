@@ -5,7 +5,8 @@
 * ``device``: ``"cpu"`` always, ``"cuda:0"`` when a GPU is present (``TILEWARP_TEST_DEVICES``
   overrides, e.g. ``TILEWARP_TEST_DEVICES=cpu,cuda:0``); CUDA params carry ``pytest.mark.cuda``.
 * Every kernel a test builds is also compiled to a CUBIN for sm_90 through NVRTC (no GPU needed),
-  so CI proves the CUDA code generated for every test kernel compiles.
+  in a worker process beside the tests, so CI proves the CUDA code generated for every test kernel
+  compiles (a failure fails the session at its end, naming kernel and test).
 * ``load_both(text)`` imports one kernel source text twice, under ``import tilewarp as wp`` and
   ``import warp as wp``; ``launch_both`` runs a kernel of each on the same inputs and compares.
 """
@@ -28,6 +29,7 @@ os.environ.setdefault("TILEWARP_TUNE", "0")  # block programs take rule-of-thumb
 
 import tilewarp  # noqa: E402
 import tilewarp.compile  # noqa: E402
+import tilewarp.compile.cache  # noqa: E402
 import tilewarp.compile.options  # noqa: E402
 import tilewarp.api.pipeline  # noqa: E402
 
@@ -76,29 +78,76 @@ def device(request):
 CUDA_CHECK_ARCH = 90
 
 
+def nvrtc_check(source: str, name: str, cache_dir: str):
+    """Compile ``source`` to an sm_90 CUBIN into ``cache_dir`` (in the worker process): None, or
+    what went wrong."""
+    os.environ["TILEWARP_CACHE_DIR"] = cache_dir
+    tilewarp.config.kernel_cache_dir = None
+    try:
+        tilewarp.compile.compile_cached(source, name, tilewarp.compile.options.Options("cuda", CUDA_CHECK_ARCH))
+    except Exception as e:  # returned as text: the worker's exceptions need not unpickle here
+        return f"{type(e).__name__}: {e}\n{getattr(e, 'log', '') or ''}"
+    return None
+
+
+class _CudaChecks:
+    """NVRTC compiles of every kernel the tests build, in one worker process beside the tests (NVRTC
+    is most of a cold run's compile time, and the host compiler and the tests need the other core):
+    each kernel once, into the session's kernel cache; the session fails at its end, naming kernel
+    and test, if one does not compile."""
+
+    def __init__(self):
+        self.pool, self.pending, self.seen = None, [], set()
+        self.cache_dir = str(tilewarp.compile.cache.cache_dir())
+
+    def submit(self, source: str, name: str, test: str) -> None:
+        digest = hashlib.sha256(source.encode()).hexdigest()
+        if digest in self.seen:
+            return
+        self.seen.add(digest)
+        if self.pool is None:
+            import concurrent.futures
+            import multiprocessing
+
+            self.pool = concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+        self.pending.append((test, name, self.pool.submit(nvrtc_check, source, name, self.cache_dir)))
+
+    def failures(self) -> list:
+        out = [(test, name, future.result()) for test, name, future in self.pending]
+        if self.pool is not None:
+            self.pool.shutdown()
+        return [f for f in out if f[2]]
+
+
+_cuda_checks = _CudaChecks()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    failures = _cuda_checks.failures()
+    if failures:
+        report = session.config.pluginmanager.get_plugin("terminalreporter")
+        report.write("\n")
+        report.write_sep("=", f"{len(failures)} kernel(s) failed the CUDA codegen check", red=True)
+        for test, name, error in failures:
+            report.write_line(f"CUDA codegen check (NVRTC, sm_{CUDA_CHECK_ARCH}) failed for kernel {name}, "
+                              f"built by {test}:\n{error}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 @pytest.fixture(autouse=True)
-def _also_compile_for_cuda(monkeypatch):
-    """After each CPU build, compile the same source to an sm_90 CUBIN with NVRTC (cached)."""
-    original = tilewarp.api.pipeline.build
+def _also_compile_for_cuda(monkeypatch, request):
+    """After each CPU build (forward and backward kernels: Tape, launch(adjoint=True)), queue the same
+    source for an sm_90 CUBIN (``_CudaChecks``)."""
+    for what, suffix in (("build", ""), ("build_backward", ".backward")):
+        original = getattr(tilewarp.api.pipeline, what)
 
-    def build(kernel, device, *rest):
-        compiled = original(kernel, device, *rest)
-        if getattr(device, "kind", None) != "cuda" or getattr(device, "arch", None) != CUDA_CHECK_ARCH:
-            options = tilewarp.compile.options.Options("cuda", CUDA_CHECK_ARCH)
-            tilewarp.compile.compile_cached(compiled.source, kernel.key, options)
-        return compiled
+        def build(kernel, device, *rest, original=original, suffix=suffix):
+            compiled = original(kernel, device, *rest)
+            if getattr(device, "kind", None) != "cuda" or getattr(device, "arch", None) != CUDA_CHECK_ARCH:
+                _cuda_checks.submit(compiled.source, kernel.key + suffix, request.node.nodeid)
+            return compiled
 
-    monkeypatch.setattr(tilewarp.api.pipeline, "build", build)
-    original_backward = tilewarp.api.pipeline.build_backward
-
-    def build_backward(kernel, device, *rest):  # backward kernels (Tape, launch(adjoint=True)) too
-        compiled = original_backward(kernel, device, *rest)
-        if getattr(device, "kind", None) != "cuda" or getattr(device, "arch", None) != CUDA_CHECK_ARCH:
-            options = tilewarp.compile.options.Options("cuda", CUDA_CHECK_ARCH)
-            tilewarp.compile.compile_cached(compiled.source, kernel.key + ".backward", options)
-        return compiled
-
-    monkeypatch.setattr(tilewarp.api.pipeline, "build_backward", build_backward)
+        monkeypatch.setattr(tilewarp.api.pipeline, what, build)
 
 
 # ---- one kernel text, two libraries ---------------------------------------------------------------
