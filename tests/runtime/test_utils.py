@@ -328,6 +328,23 @@ def test_radix_sort_lane_path_on_the_cpu(monkeypatch, rng, kdtype, n):
     np.testing.assert_array_equal(k.numpy()[:n], keys[:n][order])
 
 
+@pytest.mark.parametrize("varying", [(0,), (7,), (1, 6), (0, 2, 3, 5), ()])
+def test_lane_sort_passes_where_every_key_has_one_digit(monkeypatch, rng, varying):
+    """Passes whose digit is the same for every key (constant bytes: the first pass, the last, every
+    one) copy the keys and order as they are; the result is the stable order all the same."""
+    import functools
+
+    monkeypatch.setattr(wp.utils.radix, "_radix_passes", functools.partial(wp.utils.radix._radix_passes, lanes=True))
+    n = 5003
+    keys = np.full(n, 0x1122334455667788, np.uint64)
+    for b in varying:  # byte b takes a few values, so equal keys abound
+        keys = keys & ~np.uint64(0xFF << (8 * b)) | (rng.integers(0, 4, n).astype(np.uint64) << np.uint64(8 * b))
+    k, order = wp.array(keys, device="cpu"), wp.empty(n, dtype=wp.int32, device="cpu")
+    wp.utils.sort_order(k, order, 0, 64, uniform=True)
+    np.testing.assert_array_equal(order.numpy(), np.argsort(keys, kind="stable"))
+    np.testing.assert_array_equal(k.numpy(), np.sort(keys))
+
+
 @pytest.mark.parametrize("bits", [1, 5, 8, 13, 21, 31])
 def test_sort_order_lane_path_on_the_cpu_over_bit_ranges(monkeypatch, rng, bits):
     """sort_order over [0, bits): a last pass of fewer than 8 bits counts and places only its digits;

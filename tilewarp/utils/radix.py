@@ -72,14 +72,14 @@ def _gather(src: wp.array(dtype=Any), idx: _Int32s, dst: wp.array(dtype=Any)):
 
 
 def _radix_passes(keys: array, begin: int, end: int, kind: str, lanes: bool | None = None,
-                  order: array | None = None) -> array:
+                  order: array | None = None, uniform: bool = False) -> array:
     """Sort the contiguous uint32/uint64 bit patterns ``keys`` in place (as keys of ``kind``) by bits
     [begin, end); return the permutation applied (int32: sorted position -> original index), written
     into ``order`` when given. ``lanes``: rank by warp lanes (the GPU's way; the default there,
-    ``radix_lanes``) rather than by chunk tasks."""
+    ``radix_lanes``) rather than by chunk tasks; ``uniform``: see ``sort_order``."""
     n, device, utype = keys.size, keys.device, keys.dtype
     if (not device.is_cpu if lanes is None else lanes):
-        return radix_lanes.lane_passes(keys, begin, end, kind, order)
+        return radix_lanes.lane_passes(keys, begin, end, kind, order, uniform)
     chunk, chunks = cpu_chunks(n, device)
     # scratch every pass writes before reading (each count kernel writes its digits' whole histogram
     # rows, and a pass scans only those): no zero fill
@@ -143,12 +143,14 @@ def radix_sort_pairs(keys: array, values: array, count: int, begin_bit: int = 0,
     _permute(values.flatten()[:count], idx)
 
 
-def sort_order(keys: array, order: array, begin_bit: int, end_bit: int) -> None:
+def sort_order(keys: array, order: array, begin_bit: int, end_bit: int, uniform: bool = False) -> None:
     """The library's own sorts (trees, hash grids): sort the contiguous unsigned ``keys`` in place by
     bits [begin_bit, end_bit), stably, and write where each sorted key came from into ``order``
-    (int32, as long as keys), which radix_sort_pairs of (keys, arange) gives, with no gather."""
+    (int32, as long as keys), which radix_sort_pairs of (keys, arange) gives, with no gather.
+    ``uniform``: the keys may leave digits unused (the GPU's passes then check for a digit every key
+    shares, and copy instead of sorting there)."""
     utype, kind = _KEY_KINDS[keys.dtype]
     if keys.size < 2:
         order.fill_(0)
         return
-    _radix_passes(keys.view(utype), begin_bit, end_bit, kind, order=order)
+    _radix_passes(keys.view(utype), begin_bit, end_bit, kind, order=order, uniform=uniform)

@@ -63,10 +63,24 @@ def _radix_lane_histograms(keys: wp.array(dtype=Any), copy_to: wp.array(dtype=An
 @wp.kernel(enable_backward=False)
 def _radix_lane_sweep(keys: wp.array(dtype=Any), idx: _Int32s, keys_out: wp.array(dtype=Any), idx_out: _Int32s,
                       counters: _Int64s, status: _Int64s, hist: _Int64s, n: int, group: int, digits: int, bits: int,
-                      p: int, first_pass: int, shift: Any, mask: Any, sign: Any, flip_pos: Any, flip_neg: Any):
+                      p: int, first_pass: int, uniform: int, shift: Any, mask: Any, sign: Any, flip_pos: Any,
+                      flip_neg: Any):
     # one pass: the block takes the next chunk (a ticket), ranks its elements among equal digits, finds
     # each digit's place by look-back over the chunks before it, stages the chunk in digit order and
-    # writes it out a digit run at a time (lanes.h)
+    # writes it out a digit run at a time (lanes.h). Where the caller expects passes whose digit is the
+    # same for every key (`uniform`: keys with unused high bits), the histogram says which; such a pass
+    # leaves the order as it is, and each block copies its chunk
+    if uniform != 0 and hist[_digit(keys[0], shift, mask, sign, flip_pos, flip_neg)] == wp.int64(n):
+        base = (wp.tid() // group) * group * RADIX_ROUNDS
+        for e in range(RADIX_ROUNDS):
+            i = base + wp._lane_element(e)
+            if i < n:
+                keys_out[i] = keys[i]
+                v = i
+                if not first_pass:
+                    v = idx[i]
+                idx_out[i] = v
+        return
     chunk = wp._lane_ticket(counters, p)
     base = chunk * group * RADIX_ROUNDS
     wp._lane_prefetch(keys, base, n)
@@ -94,10 +108,11 @@ def _radix_lane_sweep(keys: wp.array(dtype=Any), idx: _Int32s, keys_out: wp.arra
             idx_out[staged[2]] = staged[1]
 
 
-def lane_passes(keys: array, begin: int, end: int, kind: str, order: array | None = None) -> array:
+def lane_passes(keys: array, begin: int, end: int, kind: str, order: array | None = None,
+                uniform: bool = False) -> array:
     """``radix._radix_passes`` by lanes: sort ``keys`` in place by bits [begin, end), return the order
     (written into ``order`` when given). One launch counts every pass's digits, then one launch a pass
-    (no scans between)."""
+    (no scans between); ``uniform``: check for passes whose digit every key shares, and copy there."""
     n, device, utype = keys.size, keys.device, keys.dtype
     group = RADIX_GROUP if not device.is_cpu else 1
     chunks = -(-n // (group * RADIX_ROUNDS))
@@ -121,7 +136,8 @@ def lane_passes(keys: array, begin: int, end: int, kind: str, order: array | Non
         status = counters[passes * 257 + p * chunks * 256:][:chunks * 256]
         hist = counters[passes + p * 256:][:256]
         wp.launch(_radix_lane_sweep, inputs=[bufs[src], idx[src], bufs[dst], out, counters, status, hist, n,
-                                             group, digits, digits.bit_length() - 1, p, int(p == 0), utype(shift),
+                                             group, digits, digits.bit_length() - 1, p, int(p == 0), int(uniform),
+                                             utype(shift),
                                              utype(digits - 1), *flips], **launch)
         idx[dst] = out
     return idx[0]
