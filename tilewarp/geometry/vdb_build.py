@@ -95,9 +95,10 @@ def make_map(matrix, translation) -> dict:
 
 
 def build(topo: Topology, code: int, background: bytes, grid_map: dict, capacity: Capacity | None = None,
-          voxel_capacity: int | None = None) -> np.ndarray:
+          voxel_capacity: int | None = None, head_only: bool = False):
     """A grid buffer of type ``code`` (``nanovdb.TYPES``) holding ``topo``; value leaves are filled
-    with ``background`` (the value's bytes), index leaves numbered."""
+    with ``background`` (the value's bytes), index leaves numbered. ``head_only`` (an empty topology):
+    only the headers and the root, which is all such a grid writes, and the size of the whole."""
     L = nv.LAYOUTS[code]
     cap = capacity or topo.counts
     root = nv.GRID_SIZE + nv.TREE_SIZE
@@ -105,7 +106,9 @@ def build(topo: Topology, code: int, background: bytes, grid_map: dict, capacity
     lower0 = upper0 + cap.upper * L.upper_size
     leaf0 = lower0 + cap.lower * L.lower_size
     size = leaf0 + cap.leaf * L.leaf_size
-    buf = np.zeros(size, np.uint8)
+    if head_only and len(topo.origins):
+        raise ValueError("head_only builds an empty topology")
+    buf = np.zeros(root + L.root_size if head_only else size, np.uint8)
     n_up, n_lo, _ = topo.counts
     value = np.frombuffer(background, np.uint8) if nv.TYPES[code].leaf == "values" else np.zeros(L.value_size, np.uint8)
     _root(buf, topo, L, root, upper0, value)
@@ -117,7 +120,7 @@ def build(topo: Topology, code: int, background: bytes, grid_map: dict, capacity
               topo.leaf_lower, topo.leaf_slot, lower_bbox, value)
     _leaves(buf, topo, L, code, leaf0, value)
     _headers(buf, topo, code, grid_map, size, (leaf0, lower0, upper0, root), voxel_capacity)
-    return buf
+    return (buf, size) if head_only else buf
 
 
 def _bbox_reduce(lo, hi, starts):

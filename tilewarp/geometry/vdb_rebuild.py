@@ -141,12 +141,12 @@ def _root_key(o: wp.vec3i):
 
 @wp.kernel(enable_backward=False)
 def _nodes(hi: wp.array(dtype=wp.uint64), lo: wp.array(dtype=wp.uint64), starts: wp.array(dtype=wp.vec4i),
-           ids: wp.array(dtype=wp.vec4i), voxels: int, leaf_origin: wp.array(dtype=wp.vec3i),
+           ids: wp.array(dtype=wp.vec4i), voxels: int, leaves: int, leaf_origin: wp.array(dtype=wp.vec3i),
            parent: wp.array2d(dtype=wp.int32), leaf_masks: wp.array(dtype=wp.uint64),
            upper_keys: wp.array(dtype=wp.uint64)):
     """From the point that starts each node: its parent and slot there (``parent``'s rows: leaves'
-    lower node, slot; lower nodes' upper node, slot), leaf origins, root keys; and every voxel's bit
-    in its leaf's mask."""
+    lower node, slot; lower nodes' upper node, slot), root keys, and for the first ``leaves`` leaves
+    (what can be kept) the origin and every voxel's bit in the mask."""
     k = wp.tid()
     h = hi[k]
     if h >= NO_POINT:
@@ -155,12 +155,13 @@ def _nodes(hi: wp.array(dtype=wp.uint64), lo: wp.array(dtype=wp.uint64), starts:
     s = starts[k]
     n = ids[k]
     leaf = n[1] - 1
-    if voxels != 0:
+    if voxels != 0 and leaf < leaves:
         v = int(l & wp.uint64(511))
         wp.atomic_or(leaf_masks, leaf * 8 + (v >> 6), wp.uint64(1) << wp.uint64(v & 63))
     if s[1] == 1:
         o = wp.vec3i(_coord(h, l, 0), _coord(h, l, 1), _coord(h, l, 2))
-        leaf_origin[leaf] = o
+        if leaf < leaves:
+            leaf_origin[leaf] = o
         parent[0, leaf] = n[2] - 1
         parent[1, leaf] = int((l >> wp.uint64(9)) & wp.uint64(4095))
         if s[3] == 1:
@@ -220,9 +221,9 @@ def _counts(ids: wp.array(dtype=wp.vec4i), n: int, cap: wp.vec3i, max_voxels: wp
         flags = flags | wp.int64(2)
     if total[3] > cap[2]:
         flags = flags | wp.int64(4)
-    if total[1] > 0 and voxel_ends[total[1] - 1] > max_voxels:
+    if wp.int64(total[0]) > max_voxels:  # (distinct voxels: only voxel volumes have a voxel capacity)
         flags = flags | wp.int64(8)
-    kept = wp.min(meta[M_DROP], wp.int64(total[1]))
+    kept = wp.min(wp.min(meta[M_DROP], wp.int64(total[1])), wp.int64(cap[0]))
     lowers = wp.int64(0)
     uppers = wp.int64(0)
     voxels = wp.int64(0)
@@ -462,7 +463,7 @@ def write_head(volume, head: np.ndarray) -> None:
     if raw.size > HEAD_WORDS:
         raise ValueError(f"a grid head of {head.size} bytes does not fit {8 * HEAD_WORDS}")
     words[:raw.size] = raw
-    _launch(_write_head, HEAD_WORDS, [_view(volume, T.uint64), _Head(*words.tolist()), raw.size], volume.device)
+    _launch(_write_head, HEAD_WORDS, [_view(volume, T.uint64), _Head.from_buffer_copy(words), raw.size], volume.device)
 
 
 
@@ -488,6 +489,7 @@ class Numbering(NamedTuple):
     ids: array  # per sorted point: 1 + the number of its voxel, leaf, lower and upper node
     nodes: dict  # per node: leaf origins, masks and voxel counts (a running sum), parents, root keys
     meta: array  # the counters (M_*)
+    voxels: int | None  # active voxels, when the node counts were read back (an exact grid)
 
 
 def rebuild(volume, points: array, mask: array | None, status: array | None) -> None:
@@ -495,7 +497,8 @@ def rebuild(volume, points: array, mask: array | None, status: array | None) -> 
     with kernels on its device, cut to its capacities; ``status`` receives the REBUILD_* flags.
     Inside a CPU graph capture the whole rebuild is one recorded operation."""
     def run():
-        write(volume, number(points, mask, volume._alloc, volume.device), volume._alloc["capacity"], status)
+        cap = volume._alloc["capacity"]
+        write(volume, number(points, mask, volume._alloc, volume.device, cap)[0], cap, status)
 
     device = volume.device
     if device.is_cpu and cpu_capture.active(device):
@@ -509,9 +512,11 @@ def _launch(kernel, dim, inputs, device):
     wp.launch(kernel, dim=dim, inputs=inputs, device=device, record_tape=False)
 
 
-def number(points: array, mask: array | None, alloc: dict, device) -> Numbering:
+def number(points: array, mask: array | None, alloc: dict, device, cap: Capacity | None = None) -> tuple:
     """The tree-order keys of the points (index space; float points through the map of ``alloc``),
-    sorted, and the nodes they make, numbered."""
+    sorted, and the nodes they make, numbered: ``(Numbering, cap)``. Leaves past ``cap`` (what the
+    grid has room for) keep no mask; ``cap`` None: room for them all (an exact grid), the node
+    counts read back."""
     voxels = int(alloc["kind"] == "voxels")
     n = points.shape[0]
     hi, lo = (uninitialized(max(n, 1), dtype=T.uint64, device=device) for _ in range(2))
@@ -529,15 +534,13 @@ def number(points: array, mask: array | None, alloc: dict, device) -> Numbering:
     starts, ids = (uninitialized(max(n, 1), dtype=T.vec4i, device=device) for _ in range(2))
     _launch(_starts, n, [hi, lo, starts], device)
     array_scan(starts, ids, inclusive=True)
-    return Numbering(n, ids, _number_nodes(hi, lo, starts, ids, n, voxels, device), meta)
-
-
-def totals(numbering: Numbering) -> Capacity:
-    """How many upper, lower and leaf nodes the points make (read back: an exact grid's size)."""
-    if numbering.n == 0:
-        return Capacity(0, 0, 0)
-    last = numbering.ids[numbering.n - 1:].numpy()[0]
-    return Capacity(int(last[3]), int(last[2]), int(last[1]))
+    active = None
+    if cap is None:  # how many upper, lower and leaf nodes and voxels the points make
+        last = ids[n - 1:].numpy()[0] if n else np.zeros(4, np.int32)
+        cap = Capacity(int(last[3]), int(last[2]), int(last[1]))
+        active = int(last[0]) if voxels else 512 * cap.leaf
+    nodes = _number_nodes(hi, lo, starts, ids, n, voxels, min(n, cap.leaf), device)
+    return Numbering(n, ids, nodes, meta, active), cap
 
 
 def write(volume, numbering: Numbering, cap: Capacity, status: array | None) -> None:
@@ -549,42 +552,42 @@ def write(volume, numbering: Numbering, cap: Capacity, status: array | None) -> 
 def _tree_order(hi, lo, n, device):
     """The keys in tree order: sorted stably by the low key, then by the high one."""
     order = uninitialized(n, dtype=T.int32, device=device)
-    sort_order(lo, order, 0, LOW_BITS)
+    sort_order(lo, order, 0, LOW_BITS, uniform=True)  # (points rarely span every upper or lower slot)
     hi_sorted = uninitialized(n, dtype=T.uint64, device=device)
     _launch(_gather_keys, n, [hi, order, hi_sorted], device)
-    sort_order(hi_sorted, order, 0, HIGH_BITS)
+    sort_order(hi_sorted, order, 0, HIGH_BITS, uniform=True)  # (nor many upper nodes)
     lo_sorted = uninitialized(n, dtype=T.uint64, device=device)
     _launch(_gather_keys, n, [lo, order, lo_sorted], device)
     return hi_sorted, lo_sorted
 
 
-def _number_nodes(hi, lo, starts, ids, n, voxels, device) -> dict:
-    m = max(n, 1)
-    nodes = {"origin": uninitialized(m, dtype=T.vec3i, device=device),
+def _number_nodes(hi, lo, starts, ids, n, voxels, leaves, device) -> dict:
+    m, room = max(n, 1), max(leaves, 1)
+    nodes = {"origin": uninitialized(room, dtype=T.vec3i, device=device),
              "parent": uninitialized((4, m), dtype=T.int32, device=device),
-             "masks": zeros(8 * m, dtype=T.uint64, device=device),
+             "masks": zeros(8 * room, dtype=T.uint64, device=device),
              "keys": uninitialized(m, dtype=T.uint64, device=device),
-             "voxels": uninitialized(m, dtype=T.int64, device=device)}
-    _launch(_nodes, n, [hi, lo, starts, ids, voxels, nodes["origin"], nodes["parent"], nodes["masks"],
+             "voxels": uninitialized(room, dtype=T.int64, device=device)}
+    _launch(_nodes, n, [hi, lo, starts, ids, voxels, leaves, nodes["origin"], nodes["parent"], nodes["masks"],
                         nodes["keys"]], device)
-    _launch(_leaf_counts, n, [ids, n, voxels, nodes["masks"], nodes["voxels"]], device)
-    array_scan(nodes["voxels"], nodes["voxels"], inclusive=True)
+    _launch(_leaf_counts, leaves, [ids, n, voxels, nodes["masks"], nodes["voxels"]], device)
+    array_scan(nodes["voxels"][:leaves], nodes["voxels"][:leaves], inclusive=True)
     return nodes
 
 
 def _limit(volume, numbering, cap, status):
     """What fits the capacities, the status flags and the headers' counts."""
-    n, ids, nodes, meta = numbering
+    n, ids, nodes, meta, _ = numbering
     most = volume._alloc["voxels"]
     args = [ids, n, wp.vec3i(cap.leaf, cap.lower, cap.upper), 2 ** 62 if most is None else most, nodes["parent"],
             nodes["voxels"], meta]
-    _launch(_fits, n, args, volume.device)
+    _launch(_fits, min(n, cap.leaf), args, volume.device)
     _launch(_counts, 1, args + [status, int(status is not None), _view(volume, T.uint32),
                                 _view(volume, T.uint64), _view(volume, T.int32)], volume.device)
 
 
 def _write(volume, numbering, cap):
-    n, _, nodes, meta = numbering
+    n, _, nodes, meta, _ = numbering
     a, device = volume._alloc, volume.device
     L = nv.LAYOUTS[a["code"]]
     w, q, s = _view(volume, T.uint32), _view(volume, T.uint64), _view(volume, T.int32)

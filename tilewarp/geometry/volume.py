@@ -425,14 +425,14 @@ class Volume:
         self.id = self._buffer.ptr
         _LIVE[self.id] = self
 
-    def _install_empty(self, grid: np.ndarray, device) -> None:
-        """Become a rebuildable grid of no voxels (``vdb_build`` of an empty topology): a zeroed buffer of
-        its size, whose headers ``vdb_rebuild.write_head`` writes; the snapshot is the host's (nothing
+    def _install_empty(self, head: np.ndarray, size: int, device) -> None:
+        """Become a grid of ``size`` bytes, zeroed, whose first bytes ``head`` (headers and root, from
+        ``vdb_build``) ``vdb_rebuild.write_head`` writes; the snapshot is taken from ``head`` (nothing
         is read back, so this works inside a graph capture)."""
         self.device = device
-        self._buffer = zeros(grid.size, dtype=T.uint8, device=device)
-        self._size = grid.size
-        self._head, self._tree = nv.grid_header(grid).copy(), nv.tree_header(grid).copy()
+        self._buffer = zeros(size, dtype=T.uint8, device=device)
+        self._size = size
+        self._head, self._tree = nv.grid_header(head).copy(), nv.tree_header(head).copy()
         self._blind = np.zeros(0, nv.BLIND_META)
         self.id = self._buffer.ptr
         _LIVE[self.id] = self

@@ -301,14 +301,16 @@ def _make(volume, points, mask, status, device, what: str) -> None:
                            "capture does not allow: pass rebuildable=True (or capacities) to allocate it inside "
                            "a capture")
     points, mask = _on(points, device), _on(mask, device)
-    numbering = vdb_rebuild.number(points, mask, a, device) if cap is None else None
-    size = cap or vdb_rebuild.totals(numbering)
+    numbering = None
+    if cap is None:
+        numbering, cap = vdb_rebuild.number(points, mask, a, device)
     empty = Topology(np.zeros((0, 3), np.int32), np.zeros((0, 8), np.uint64))
-    grid = build(empty, a["code"], a["background"], a["map"], size)
-    volume._install_empty(grid, device)
-    vdb_rebuild.write_head(volume, grid[:nv.GRID_SIZE + nv.TREE_SIZE + nv.LAYOUTS[a["code"]].root_size])
-    if cap is not None:
+    head, size = build(empty, a["code"], a["background"], a["map"], cap, head_only=True)
+    volume._install_empty(head, size, device)
+    vdb_rebuild.write_head(volume, head)
+    if numbering is None:
         vdb_rebuild.rebuild(volume, points, mask, status)
         return
-    vdb_rebuild.write(volume, numbering, size, None)
-    volume._snapshot(volume.id, volume._size)  # the counts the build wrote
+    vdb_rebuild.write(volume, numbering, cap, None)
+    volume._tree["upper_count"], volume._tree["lower_count"], volume._tree["leaf_count"] = cap  # as written
+    volume._tree["voxel_count"] = numbering.voxels
