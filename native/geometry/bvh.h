@@ -47,10 +47,10 @@ struct bvh_t {
     int32_t f_num_groups; // 0: the group count is on the device (f_group_count)
     int32_t f_num_nodes;  // 2N-1: room for every node (the layout places f_count[0] of them)
     uint64_t f_links;     // int32[2 (2N-1)]: the build nodes' (left, right)
-    uint64_t f_build_parents;  // int32[2N-1]: their parents, -1 at the root
-    uint64_t f_ranges;    // int32[2 (2N-1)]: first and last sorted position under each build node
+    uint64_t f_build_parents;  // int32[2N-1]: their parents, -1 at the root (0: a lean build, bvh_sah.h)
+    uint64_t f_ranges;    // int32[2 (2N-1)]: first and last sorted position under each build node (0: lean)
     uint64_t f_sizes;     // int32[2N-1]: internal nodes reachable under each build node (GPU layout)
-    uint64_t f_remap;     // int32[2N-1]: build node -> node
+    uint64_t f_remap;     // int32[2N-1]: build node -> node (0: lean, no group roots to find)
     uint64_t f_counters;  // int32[2N-1]: arrivals during bottom-up passes (zeroed before each)
     uint64_t f_keys;      // uint64[N]: the sorted Morton keys (the LBVH's input; after a CPU SAH or
                           // median build only a grouped tree's group bits hold, unwritten without)
@@ -278,12 +278,14 @@ TW_FUNC void bvh_build_internal(uint64_t id, int32_t i) {
 // sorted copy of its triangle k too.
 TW_FUNC void bvh_build_leaf(uint64_t id, int32_t k) {
     const bvh_t& b = detail::bvh_at(id);
-    int32_t node = b.f_num_items - 1 + k;
-    int32_t* links = detail::bvh_i32w(b.f_links);
-    links[2 * node] = ~k, links[2 * node + 1] = k + 1;
-    int32_t* ranges = detail::bvh_i32w(b.f_ranges);
-    ranges[2 * node] = k, ranges[2 * node + 1] = k;
-    if (b.f_num_items == 1) detail::bvh_i32w(b.f_build_parents)[0] = -1;
+    if (b.f_ranges) {  // a lean build has none: its top-down build wrote the leaf rows the layout reads
+        int32_t node = b.f_num_items - 1 + k;
+        int32_t* links = detail::bvh_i32w(b.f_links);
+        links[2 * node] = ~k, links[2 * node + 1] = k + 1;
+        int32_t* ranges = detail::bvh_i32w(b.f_ranges);
+        ranges[2 * node] = k, ranges[2 * node + 1] = k;
+        if (b.f_num_items == 1) detail::bvh_i32w(b.f_build_parents)[0] = -1;
+    }
     if (b.f_tris) {
 #if !TW_IS_CUDA
         // a gather from the user's triangles in tree order, a cache miss each: ask for the one a few
@@ -325,7 +327,7 @@ TW_FUNC void place(const bvh_t& b, int32_t x, int32_t f, int32_t parent, int32_t
     }
     bvh_i32w(b.f_parents)[f] = parent;
     bvh_i32w(b.f_ends)[f] = end;
-    bvh_i32w(b.f_remap)[x] = f;
+    if (b.f_remap) bvh_i32w(b.f_remap)[x] = f;  // only group roots read it
 }
 }  // namespace detail
 

@@ -9,7 +9,10 @@
 // subtrees never touch each other's nodes. A run of at most leaf_size items (of one group) stops as
 // a leaf (~f, l+1) in its internal node; the indices its subtree would have used, [f+1, l-1], are
 // marked unused: links (0, 0) (not a leaf) and no parent. The leaves of its items name it as their
-// parent, as under a collapsed LBVH node, which bvh_group_root and bvh_layout_count expect.
+// parent, as under a collapsed LBVH node, which bvh_group_root and bvh_layout_count expect. A lean
+// build (no ranges: a CPU tree with no groups, laid out serially, tilewarp/geometry/bvh.py Tree._lean)
+// writes only the links and items the serial layout reads: the rest would be pages first touched
+// for nothing, which on a fresh tree cost more than the writes.
 //
 // The build permutes a copy of the items' boxes (bvh_prim_t, 32 bytes, in the layout's node buffer,
 // which the layout fills only afterwards). An SAH split bins the centres of its run into 16 bins
@@ -458,12 +461,14 @@ TW_FUNC int32_t child_node(const sah_ctx_t& c, int32_t f, int32_t l, bool is_lef
     return f == l ? c.n - 1 + f : (is_left ? l : f);
 }
 
-// Run [f, l] of node `node` becomes one leaf (see the top comment).
+// Run [f, l] of node `node` becomes one leaf (see the top comment). Without ranges (a lean build)
+// only the leaf's own links: the rest is for readers the lean build does not have.
 TW_FUNC void make_leaf(const sah_ctx_t& c, int32_t node, int32_t f, int32_t l) {
     c.links[2 * node] = ~f, c.links[2 * node + 1] = l + 1;
+    for (int32_t k = f; k <= l; ++k) c.items[k] = c.prims[k].item;
+    if (!c.ranges) return;
     c.ranges[2 * node] = f, c.ranges[2 * node + 1] = l;
     for (int32_t k = f; k <= l; ++k) {
-        c.items[k] = c.prims[k].item;
         if (node != c.n - 1 + k) c.parents[c.n - 1 + k] = node;
     }
     for (int32_t x = f + 1; x < l; ++x) c.links[2 * x] = 0, c.links[2 * x + 1] = 0, c.parents[x] = -1;
@@ -482,8 +487,10 @@ TW_FUNC int split_node(const sah_ctx_t& c, bvh_sah_work_t& w, bvh_sah_work_t* ki
     int32_t f = w.first, l = w.last;
     int32_t left = child_node(c, f, s, true), right = child_node(c, s + 1, l, false);
     c.links[2 * w.node] = left, c.links[2 * w.node + 1] = right;
-    c.ranges[2 * w.node] = f, c.ranges[2 * w.node + 1] = l;
-    c.parents[left] = w.node, c.parents[right] = w.node;
+    if (c.ranges) {
+        c.ranges[2 * w.node] = f, c.ranges[2 * w.node + 1] = l;
+        c.parents[left] = w.node, c.parents[right] = w.node;
+    }
     int nk = 0;
     for (int side = 0; side < 2; ++side) {
         int32_t cf = side ? s + 1 : f, cl = side ? l : s, node = side ? right : left;
@@ -596,7 +603,7 @@ TW_FUNC void bvh_build_sah(uint64_t id, const vec_t<3, float>& lo, const vec_t<3
     detail::sah_queue_t& q = *reinterpret_cast<detail::sah_queue_t*>(b.f_tasks);
     q.lock = 0, q.busy = 0, q.count = 0, q.unused = 0;
     if (c.n < 1) return;
-    c.parents[0] = -1;
+    if (c.parents) c.parents[0] = -1;
     if (detail::is_leaf_run(c, 0, c.n - 1)) return detail::make_leaf(c, 0, 0, c.n - 1);
     bvh_sah_work_t& root = q.list[q.count++];
     root.node = 0, root.first = 0, root.last = c.n - 1, root.depth = 0, root.known = 1, root.unused = 0;

@@ -299,6 +299,7 @@ class Tree:
         # CPU to run that path there, copies included)
         self.host_hierarchy = not device.is_cpu
         self.sizes = None  # the parallel layout's counts: allocated by the first build that uses it
+        self.keep_rows = False  # a host mirror's build nodes go to a GPU tree whole (see _lean)
         self.remap = uninitialized(nodes, dtype=T.int32, device=device)
         self.counters = uninitialized(nodes, dtype=T.int32, device=device)
         self.items = uninitialized(max(2 * n, 1), dtype=T.int32, device=device)
@@ -314,9 +315,14 @@ class Tree:
     def descriptor(self) -> BvhDesc:
         d = BvhDesc()
         d.nodes, d.parents, d.ends, d.count = self.nodes.ptr + 32, self.parents.ptr, self.ends.ptr, self.count.ptr
-        d.links, d.build_parents, d.ranges = self.links.ptr, self.build_parents.ptr, self.ranges.ptr
+        # a lean build leaves these out (0): nothing after it reads them, and not writing them saves
+        # the first touch of their pages, which costs more than the writes on a fresh tree
+        full = not self._lean()
+        d.links = self.links.ptr
+        d.build_parents, d.ranges = (self.build_parents.ptr, self.ranges.ptr) if full else (0, 0)
         d.sizes = self.sizes.ptr if self.sizes is not None else 0
-        d.remap, d.counters, d.items, d.keys = self.remap.ptr, self.counters.ptr, self.items.ptr, self.keys.ptr
+        d.remap = self.remap.ptr if full else 0
+        d.counters, d.items, d.keys = self.counters.ptr, self.items.ptr, self.keys.ptr
         d.tris = self.tris.ptr if self.tris is not None else 0
         # a top-down build permutes its copy of the boxes in the layout's node buffer, before the
         # layout writes it (bvh_prim_t is 32 bytes a item, the buffer 64 bytes a item)
@@ -332,6 +338,14 @@ class Tree:
         points = self.sources.get("points")  # a mesh's only: a host mirror has no tris, yet clamps indices
         d.num_points = points.size if points is not None else 0
         return d
+
+    def _lean(self) -> bool:
+        """Whether the build skips what only the parallel layout, group roots and a GPU tree's copy of
+        the hierarchy read: the build nodes' parents and ranges, the leaf rows of items in leaf runs
+        (the top-down build writes the ones the serial layout reads) and the layout's remap."""
+        return (self.device.is_cpu and not self.parallel_layout and not self.host_hierarchy
+                and self.groups is None and not self.keep_rows
+                and self.constructor in (BvhConstructor.SAH, BvhConstructor.MEDIAN))
 
     def build(self, tree_id: int, **sources):
         """(Re)build from ``sources`` (``lowers``/``uppers`` or ``points``/``indices`` arrays)."""
@@ -356,7 +370,8 @@ class Tree:
         else:
             self._hierarchy(tree_id, grouped, top_down)
         # the leaves' build nodes, and a mesh's triangles in sorted order, from the sorted items
-        _launch(_leaves, n, [tree_id], dev)
+        if not self._lean() or self.tris is not None:
+            _launch(_leaves, n, [tree_id], dev)
         if not top_down and self.leaf_size > 1:  # a top-down build stops at leaf runs itself
             _launch(_collapse, n - 1, [tree_id, grouped], dev)
         nodes = 2 * n - 1
@@ -407,7 +422,7 @@ class Tree:
             _launch(_store, 1, [desc, d], cpu)
 
         mirror = Tree(cpu, self.n, self.leaf_size, write, groups, constructor=self.constructor)
-        mirror.sources = host
+        mirror.sources, mirror.keep_rows = host, True
         write(mirror.descriptor())
         mirror._hierarchy(desc.ptr, grouped, top_down=True)
         # the library's array copies: this constructor is slow by choice, and its readback has already
