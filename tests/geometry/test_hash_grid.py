@@ -258,6 +258,27 @@ def test_sorted_order_and_rebuild(device):
         np.testing.assert_array_equal(perm, np.argsort(bucket, kind="stable"))
 
 
+def test_repeated_builds_of_the_same_arrays(device):
+    """A simulation's loop: the same points array rebuilt every frame with new contents (on CUDA the
+    third such build on is one replayed graph), then another radius and another array: each build's
+    neighbour counts are the brute-force ones."""
+    rng = np.random.default_rng(9)
+    grid = wp.HashGrid(16, 16, 16, device=device)
+    pts = wp.zeros(700, dtype=wp.vec3, device=device)
+    counts = wp.zeros(700, dtype=int, device=device)
+    other = wp.array(_cloud(rng, 500, -1.0, 1.0), dtype=wp.vec3, device=device)
+    for frame, (points, radius) in enumerate([(pts, 0.2)] * 5 + [(pts, 0.3), (pts, 0.3), (other, 0.3), (pts, 0.3)]):
+        if points is pts:
+            pts.assign(_cloud(rng, 700, -1.0, 1.0))
+        grid.build(points, radius)
+        n = points.shape[0]
+        wp.launch(near_count, dim=n, inputs=[grid.id, radius, points, counts], device=device)
+        want = _brute(points.numpy(), radius).sum(axis=1)
+        np.testing.assert_array_equal(counts.numpy()[:n], want, err_msg=f"build {frame}")
+        if frame == 4 and device.startswith("cuda") and wp.is_mempool_enabled(device):
+            assert grid._replay._graph  # the repeats were replayed
+
+
 def _reference_build(pts, width, dims):
     """(sorted order, cell starts, cell ends) of a build, in float64 NumPy: floor(p / width) per axis
     (NaN -> 0, clamped to int32), wrapped by the dims, ordered by bucket and stable within one."""

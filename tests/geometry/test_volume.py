@@ -637,6 +637,25 @@ def test_allocate_and_rebuild_inside_a_capture(device):
                 wp.Volume.allocate_by_voxels(pts, voxel_size=1.0, device=device)
 
 
+def test_repeated_rebuilds_of_the_same_arrays(device, rng):
+    """The same points array rebuilt every frame with new contents (on CUDA the third rebuild on is
+    one replayed graph): each grid is what the NumPy builder writes, the status each frame's."""
+    status = wp.zeros(1, dtype=wp.uint32, device=device)
+    pts = wp.zeros((40, 3), dtype=wp.int32, device=device)
+    vol = wp.Volume.allocate_by_voxels(pts, 1.0, device=device, max_active_voxels=30, max_leaf_nodes=20,
+                                       max_lower_nodes=6, max_upper_nodes=3, status=status)
+    for frame in range(6):
+        ijk = rng.integers(-[100, 5000][frame % 2], 100, (40, 3)).astype(np.int32)
+        pts.assign(ijk)
+        vol.rebuild(pts, status=status)
+        want, flags = _host_build(vol, ijk, None)
+        used = _in_use(vol, want)
+        np.testing.assert_array_equal(vol.array().numpy()[used], want[used], err_msg=f"frame {frame}")
+        assert int(status.numpy()[0]) == flags
+    if device.startswith("cuda") and wp.is_mempool_enabled(device):
+        assert vol._replay._graph
+
+
 @wp.kernel
 def lookup_one(vol: wp.uint64, c: wp.vec3i, out: wp.array(dtype=float)):
     out[0] = wp.volume_lookup_f(vol, c[0], c[1], c[2])

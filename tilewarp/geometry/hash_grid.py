@@ -27,6 +27,7 @@ from ..runtime import cpu_capture, retired
 from ..runtime.array import array, empty, uninitialized, zeros
 from ..runtime.device import get_device
 from ..runtime.graph import saveable_capture
+from ..runtime.replay import Replay
 
 MAX_CELLS = (1 << 31) - 1
 _VEC = {T.float16: T.vec3h, T.float32: T.vec3, T.float64: T.vec3d}
@@ -219,6 +220,7 @@ class HashGrid:
         self.points = None
         self._desc = zeros(1, dtype=HashGridDesc, device=self.device)
         self._written = None  # the fields _write last wrote into _desc (None: unknown)
+        self._replay = Replay()  # repeated builds of the same arrays: one graph launch (CUDA)
         self.id = self._desc.ptr
         self._write(num_points=-1)
 
@@ -279,7 +281,20 @@ class HashGrid:
             raise NotImplementedError("HashGrid.build() cannot be used in a saveable graph capture because HashGrid "
                                       "serialization is not yet supported; use apic=False or build outside capture")
         with cpu_capture.operation(self.device, functools.partial(self.build, points, radius, groups)):
-            self._build(points, radius, groups)
+            self._replay.run(self.device, self._replay_key(points, radius, groups),
+                             lambda: self._build(points, radius, groups))
+        self.points, self.groups = points, groups  # (a replayed build does not run _build)
+
+    def _replay_key(self, points, radius, groups):
+        """What a build reads from the host (``Replay``): None where it is not a plain repeat."""
+        try:
+            r = float(radius)
+        except (TypeError, ValueError):
+            return None
+        if not isinstance(points, array) or not (groups is None or isinstance(groups, array)):
+            return None
+        inputs = [(a.ptr, a.shape, a.strides, a.dtype) if a is not None else None for a in (points, groups)]
+        return (*inputs, r, self._capacity, self._grouped_capacity, self._starts is not None)
 
     def _build(self, points, radius, groups):
         points, groups, width = self._checked(points, radius, groups)

@@ -22,6 +22,7 @@ import tilewarp as wp
 from ..language import types as T
 from ..runtime import cpu_capture
 from ..runtime.array import array, uninitialized, zeros
+from ..runtime.replay import Replay
 from ..utils.core import array_scan
 from ..utils.radix import sort_order
 from . import nanovdb as nv
@@ -504,8 +505,9 @@ def rebuild(volume, points: array, mask: array | None, status: array | None) -> 
     if device.is_cpu and cpu_capture.active(device):
         with cpu_capture.operation(device, run):
             run()
-    else:
-        run()
+    else:  # a rebuild from the same arrays as the one before is one graph launch (Replay)
+        inputs = [(a.ptr, a.shape, a.strides, a.dtype) if a is not None else None for a in (points, mask, status)]
+        volume.__dict__.setdefault("_replay", Replay()).run(device, tuple(inputs), run)
 
 
 def _launch(kernel, dim, inputs, device):
