@@ -124,9 +124,12 @@ _cuda_checks = _CudaChecks()
 
 def pytest_sessionfinish(session, exitstatus):
     failures = _cuda_checks.failures()
-    if failures:
-        report = session.config.pluginmanager.get_plugin("terminalreporter")
+    report = session.config.pluginmanager.get_plugin("terminalreporter")
+    if report is not None and _cuda_checks.pending:
         report.write("\n")
+        report.write_line(f"CUDA codegen check: {len(_cuda_checks.pending)} kernel sources checked for "
+                          f"sm_{CUDA_CHECK_ARCH} with NVRTC, {len(failures)} failed")
+    if failures:
         report.write_sep("=", f"{len(failures)} kernel(s) failed the CUDA codegen check", red=True)
         for test, name, error in failures:
             report.write_line(f"CUDA codegen check (NVRTC, sm_{CUDA_CHECK_ARCH}) failed for kernel {name}, "
