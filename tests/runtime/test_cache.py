@@ -112,7 +112,7 @@ def expected(factor=3.0):
 
 
 def log_lines(out: str, kernel: str) -> list[str]:
-    return [ln for ln in out.splitlines() if ln.startswith(f"tilewarp: {kernel} (cpu)")]
+    return [ln for ln in out.splitlines() if ln.startswith(f"Module {kernel} load on device 'cpu'")]
 
 
 def cpu_entries(cache: Path) -> dict:
@@ -148,15 +148,15 @@ def import_file(path: Path, name: str):
 def test_second_process_loads_from_cache(tmp_path, cache_dir):
     script = write_script(tmp_path / "src")
     out1, _ = run(script, cache_dir)
-    assert len(log_lines(out1, "scale")) == 1 and "compiled in" in log_lines(out1, "scale")[0]
-    assert len(log_lines(out1, "offset")) == 1 and "compiled in" in log_lines(out1, "offset")[0]
+    assert len(log_lines(out1, "scale")) == 1 and "(compiled)" in log_lines(out1, "scale")[0]
+    assert len(log_lines(out1, "offset")) == 1 and "(compiled)" in log_lines(out1, "offset")[0]
     assert result(out1) == expected()
 
     out2, _ = run(script, cache_dir)
     for kernel in ("scale", "offset"):
         lines = log_lines(out2, kernel)
         assert len(lines) == 1, out2
-        assert "loaded from cache" in lines[0]
+        assert "(cached)" in lines[0]
     assert "compiled" not in out2
     assert result(out2) == result(out1)
 
@@ -198,7 +198,7 @@ def test_concurrent_compiles_of_one_kernel(tmp_path, cache_dir):
         assert result(out) == expected()
     for kernel in ("scale", "offset"):  # builders take turns: one compiles, the other loads its entry
         lines = [ln for out in outs for ln in log_lines(out, kernel)]
-        assert len(lines) == 2 and sum("compiled in" in ln for ln in lines) == 1, outs
+        assert len(lines) == 2 and sum("(compiled)" in ln for ln in lines) == 1, outs
     entries = cpu_entries(cache_dir)
     assert len(entries) == 2  # one entry per kernel
     for key in entries:
@@ -208,7 +208,7 @@ def test_concurrent_compiles_of_one_kernel(tmp_path, cache_dir):
     assert not list(cache_dir.rglob("*.tmp"))
     # and a third process loads both
     out3, _ = run(script, cache_dir)
-    assert out3.count("loaded from cache") == 2 and result(out3) == expected()
+    assert out3.count("(cached)") == 2 and result(out3) == expected()
 
 
 def test_concurrent_compiles_four_processes(tmp_path, cache_dir):
@@ -259,13 +259,13 @@ def test_damaged_entry_is_rebuilt_with_warning(tmp_path, cache_dir, damage):
 
     out, err = run(script, cache_dir)
     assert "damaged" in err and "RuntimeWarning" in err, err
-    assert "compiled in" in log_lines(out, "scale")[0]
-    assert "loaded from cache" in log_lines(out, "offset")[0]  # the neighbour is untouched
+    assert "(compiled)" in log_lines(out, "scale")[0]
+    assert "(cached)" in log_lines(out, "offset")[0]  # the neighbour is untouched
     assert result(out) == expected()
     assert victim.read_text() == "keep me"
     # the rebuilt entry is intact: a third process loads it without a warning
     out3, err3 = run(script, cache_dir)
-    assert "damaged" not in err3 and out3.count("loaded from cache") == 2
+    assert "damaged" not in err3 and out3.count("(cached)") == 2
 
 
 def test_missing_index_just_rebuilds(tmp_path, cache_dir):
@@ -275,7 +275,7 @@ def test_missing_index_just_rebuilds(tmp_path, cache_dir):
     meta.unlink()
     out, err = run(script, cache_dir)
     assert "damaged" not in err  # no index means no entry: a plain miss
-    assert "compiled in" in log_lines(out, "scale")[0]
+    assert "(compiled)" in log_lines(out, "scale")[0]
     assert result(out) == expected()
 
 
@@ -325,7 +325,7 @@ def test_options_change_the_key(tmp_path, cache_dir, monkeypatch):
     debug = script.with_name("debug.py")
     debug.write_text("import tilewarp as wp\nwp.config.mode = 'debug'\n" + script.read_text())
     out, _ = run(debug, cache_dir)
-    assert out.count("compiled in") == 2 and result(out) == expected()
+    assert out.count("(compiled)") == 2 and result(out) == expected()
     assert len(cpu_entries(cache_dir)) == 4
 
 
@@ -348,15 +348,15 @@ def test_editing_one_kernel_rebuilds_only_it(tmp_path, cache_dir):
     before = cpu_entries(cache_dir)
     write_script(src, body="a[i] * s * 2.0")  # edit the body of scale only
     out, _ = run(script, cache_dir)
-    assert "compiled in" in log_lines(out, "scale")[0]
-    assert "loaded from cache" in log_lines(out, "offset")[0]
+    assert "(compiled)" in log_lines(out, "scale")[0]
+    assert "(cached)" in log_lines(out, "offset")[0]
     assert result(out) == expected(6.0)
     after = cpu_entries(cache_dir)
     assert set(before) < set(after) and len(after) == 3  # old scale, new scale, offset
     # and back again: the original body is still cached
     write_script(src, body="a[i] * s")
     out, _ = run(script, cache_dir)
-    assert out.count("loaded from cache") == 2 and result(out) == expected()
+    assert out.count("(cached)") == 2 and result(out) == expected()
 
 
 def test_log_line_per_compile_and_load_in_process(tmp_path, cache_dir, monkeypatch, capsys):
@@ -368,12 +368,12 @@ def test_log_line_per_compile_and_load_in_process(tmp_path, cache_dir, monkeypat
     wp.launch(first.scale, dim=4, inputs=[a, 1.0])
     wp.launch(first.scale, dim=4, inputs=[a, 1.0])  # already loaded: no more lines
     out = capsys.readouterr().out
-    assert len(log_lines(out, "scale")) == 1 and "compiled in" in out
+    assert len(log_lines(out, "scale")) == 1 and "(compiled)" in out
     second = import_file(path, "tw_cache_test_first")  # the same module again: new Kernel objects
     assert second.scale is not first.scale
     wp.launch(second.scale, dim=4, inputs=[a, 1.0])
     out = capsys.readouterr().out
-    assert len(log_lines(out, "scale")) == 1 and "loaded from cache" in out
+    assert len(log_lines(out, "scale")) == 1 and "(cached)" in out
 
 
 # ---- (e) clearing and the cache folder --------------------------------------------------------------
@@ -390,7 +390,7 @@ def test_clear_kernel_cache(tmp_path, cache_dir):
     assert not list(cache_dir.glob("??/*.so"))
     assert stray.read_text() == "mine"
     out, _ = run(script, cache_dir)
-    assert out.count("compiled in") == 2 and result(out) == expected()
+    assert out.count("(compiled)") == 2 and result(out) == expected()
 
 
 def test_clear_on_missing_folder(tmp_path, monkeypatch):
@@ -444,7 +444,7 @@ def test_a_long_compile_says_it_is_compiling(monkeypatch, capsys):
     monkeypatch.setattr(wp.config, "quiet", False)
     source = f"// {os.urandom(8).hex()}"  # a fresh key
     compile_mod.compile_cached(source, "slowpoke", Options("cpu", 0))
-    assert capsys.readouterr().out.count("tilewarp: compiling slowpoke (cpu) ...") == 1
+    assert capsys.readouterr().out.count("Module slowpoke load on device 'cpu': still compiling ...") == 1
     monkeypatch.setattr(wp.config, "quiet", True)
     compile_mod.compile_cached(source + " ", "hushed", Options("cpu", 0))
-    assert "compiling hushed" not in capsys.readouterr().out
+    assert "hushed" not in capsys.readouterr().out

