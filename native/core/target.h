@@ -43,15 +43,19 @@ typedef unsigned long long uint64_t;
 #define TW_CONCAT_(a, b) a##b
 #define TW_CONCAT(a, b) TW_CONCAT_(a, b)
 
-// Kernel entry: BODY(const ARGS&, TW_TASK task) runs once per task (TW_TASK converts to the task's
-// int64_t number; on the CPU it also holds the task's launch coordinates).
+// Kernel entry: BODY(const ARGS&, TW_TASK task, DEFERRED&) runs once per task (TW_TASK converts to the
+// task's int64_t number; on the CPU it also holds the task's launch coordinates). DEFERRED is what a
+// thread defers over its tasks (combined atomics, tilewarp/tiling/combine.py; tw::no_deferred: none),
+// flushed after its last.
 #if TW_IS_CUDA
 #define TW_TASK int64_t
-#define TW_KERNEL_ENTRY(NAME, ARGS, BODY)                                                   \
+#define TW_KERNEL_ENTRY(NAME, ARGS, BODY, DEFERRED)                                         \
     extern "C" __global__ void NAME(ARGS args) {                                            \
+        DEFERRED tw_deferred;                                                               \
         for (int64_t task = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;                 \
              task < args.bounds.size; task += (int64_t)gridDim.x * blockDim.x)              \
-            BODY(args, task);                                                               \
+            BODY(args, task, tw_deferred);                                                  \
+        tw_deferred.flush();                                                                \
     }
 #else
 // CPU: the thread pool hands each worker a [begin, end) task range.
@@ -59,17 +63,19 @@ typedef unsigned long long uint64_t;
 // launch dimension, then only that coordinate steps, in a plain counted loop the compiler can
 // vectorise.
 #define TW_TASK tw::cpu_task
-#define TW_KERNEL_ENTRY(NAME, ARGS, BODY)                                                   \
+#define TW_KERNEL_ENTRY(NAME, ARGS, BODY, DEFERRED)                                         \
     extern "C" TW_EXPORT void NAME(const void* a, int64_t begin, int64_t end) {             \
         const ARGS args = *static_cast<const ARGS*>(a); /* a local copy: no store can alias it, \
             so descriptors stay in registers and null checks are hoisted out of the loop */      \
         const int last = args.bounds.ndim - 1;                                              \
+        DEFERRED tw_deferred;                                                               \
         for (int64_t row = begin; row < end;) {                                             \
             tw::cpu_task task(args.bounds, row);                                            \
             const int64_t row_end = tw::min_i64(end, row + args.bounds.shape[last] - task.inner); \
-            for (; task.linear < row_end; ++task.linear, ++task.inner) BODY(args, task);    \
+            for (; task.linear < row_end; ++task.linear, ++task.inner) BODY(args, task, tw_deferred); \
             row = row_end;                                                                  \
         }                                                                                   \
+        tw_deferred.flush();                                                                \
     }
 #endif
 

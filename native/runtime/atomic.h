@@ -182,6 +182,35 @@ template <TW_IF_ATOMIC(T)> TW_FUNC T atomic_cas(T* addr, T compare, T v) {
 #undef TW_IF_ATOMIC_INT
 #undef TW_IF_ATOMIC
 
+// What a thread adds to one address over the tasks or blocks it runs, handed on (Flushing::flush)
+// when the address changes and at the thread's end (tilewarp/tiling/combine.py).
+template <typename T, typename Flushing> struct address_run {
+    T* at = nullptr;
+    T sum{};
+    TW_FUNC void add(T* p, const T& v) {
+        if (p != at) {
+            static_cast<Flushing*>(this)->flush();
+            at = p;
+            sum = v;
+            return;
+        }
+        sum = tw::add(sum, v);
+    }
+};
+// Atomic adds combined: one atomic per run of equal addresses.
+template <typename T> struct atomic_combiner : address_run<T, atomic_combiner<T>> {
+    TW_FUNC void flush() {
+        if (this->at) atomic_add(this->at, this->sum);
+        this->at = nullptr;
+    }
+};
+// A SIMT kernel's adds to an array it uses for nothing else, whose old values nobody reads: the
+// thread's combiner takes them (a null address, a null array's, starts a run that adds nowhere).
+template <typename T> TW_FUNC void atomic_add_combined(atomic_combiner<T>& c, T* p, const T& v) { c.add(p, v); }
+template <typename T> TW_FUNC void atomic_sub_combined(atomic_combiner<T>& c, T* p, const T& v) {
+    c.add(p, (T)(-v));  // unsigned: wraps to the same bits as subtraction, as atomic_sub does
+}
+
 // Componentwise on vectors and matrices (each component atomic, the whole not).
 #define TW_ATOMIC_AGG(NAME)                                                                   \
     template <int N, typename T> TW_FUNC vec_t<N, T> NAME(vec_t<N, T>* addr, vec_t<N, T> v) { \

@@ -420,28 +420,6 @@ TW_FUNC void tile_atomic_add(D0& old, const array_t<T, D>& a, const X& t, I... i
     });
 }
 
-// What a thread adds to one address over the blocks it runs, handed on (Flushing::flush) when the
-// address changes and at the thread's end (tilewarp/block/combine.py).
-template <typename T, typename Flushing> struct address_run {
-    T* at = nullptr;
-    T sum{};
-    TW_FUNC void add(T* p, const T& v) {
-        if (p != at) {
-            static_cast<Flushing*>(this)->flush();
-            at = p;
-            sum = v;
-            return;
-        }
-        sum = tw::add(sum, v);
-    }
-};
-// Atomic adds combined: one atomic per run of equal addresses.
-template <typename T> struct atomic_combiner : address_run<T, atomic_combiner<T>> {
-    TW_FUNC void flush() {
-        if (this->at) atomic_add(this->at, this->sum);
-        this->at = nullptr;
-    }
-};
 template <typename T, int D, typename X, typename... I>
 TW_FUNC void tile_atomic_add_combined(atomic_combiner<T>& c, const array_t<T, D>& a, const X& t, I... i) {
     int64_t o[D];

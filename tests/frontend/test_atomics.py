@@ -487,3 +487,46 @@ def test_bad_atomics_name_the_users_line(tmp_path, name):
     assert f"tilewarp{os.sep}" not in msg, msg
     if name in WARP_MESSAGES:
         assert isinstance(info.value, RuntimeError) and msg.endswith(WARP_MESSAGES[name]), msg
+
+
+@wp.kernel
+def _combinable(x: wp.array(dtype=wp.float64), total: wp.array(dtype=wp.float64), bins: wp.array(dtype=wp.int32),
+                seen: wp.array(dtype=wp.int32), order: wp.array(dtype=wp.int32)):
+    i = wp.tid()
+    wp.atomic_add(total, 0, x[i])
+    total[1] += 2.0 * x[i]
+    bins[i % 3] -= 1
+    order[wp.atomic_add(seen, 0, 1)] = i  # the old value is read: a plain atomic
+
+
+@wp.kernel
+def _read_too(x: wp.array(dtype=wp.float64), total: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    total[0] += x[i]
+    if total[1] < 0.0:  # a read of the array: its adds stay atomics
+        total[1] = 0.0
+
+
+def test_adds_nobody_reads_are_combined_per_thread(device, rng):
+    """A SIMT kernel's adds into an array it uses for nothing else, whose old values nobody reads, go
+    through each thread's combiner (one atomic per run of equal addresses, flushed after its last
+    task): the emitted code says so, and the totals are the sums, contended over many threads. An
+    add whose old value is used, or into an array the kernel also reads, stays an atomic."""
+    from tilewarp.emit import emit_module
+
+    source = emit_module(_combinable.ir)
+    assert source.count("tw::atomic_add_combined(") == 2 and source.count("tw::atomic_sub_combined(") == 1
+    assert source.count("tw::atomic_add(") == 1  # seen's
+    assert "combined(" not in emit_module(_read_too.ir).split("// kernel")[1]
+    n = N
+    x = rng.random(n)
+    total, bins = wp.zeros(2, dtype=wp.float64, device=device), wp.zeros(3, dtype=wp.int32, device=device)
+    seen, order = wp.zeros(1, dtype=wp.int32, device=device), wp.zeros(n, dtype=wp.int32, device=device)
+    wp.launch(_combinable, dim=n, inputs=[wp.array(x, dtype=wp.float64, device=device), total, bins, seen, order],
+              device=device)
+    np.testing.assert_allclose(total.numpy(), [x.sum(), 2.0 * x.sum()], rtol=1e-12)
+    np.testing.assert_array_equal(bins.numpy(), -np.bincount(np.arange(n) % 3))
+    assert sorted(order.numpy().tolist()) == list(range(n))
+    both = wp.zeros(2, dtype=wp.float64, device=device)
+    wp.launch(_read_too, dim=n, inputs=[wp.array(x, dtype=wp.float64, device=device), both], device=device)
+    np.testing.assert_allclose(both.numpy()[0], x.sum(), rtol=1e-12)

@@ -104,7 +104,7 @@ class AdjointPrinter:
     def kernel(self, args_struct: str, body_name: str, param_names) -> list:
         f = self.prep.fn
         self.lines.append(f"// backward of kernel {f.name}")
-        index = "TW_TASK task" if self.index == "task" else "int64_t block, tw::no_deferred&"
+        index = "TW_TASK task, tw::no_deferred&" if self.index == "task" else "int64_t block, tw::no_deferred&"
         self.lines.append(f"TW_FORCEINLINE TW_FUNC void {body_name}(const {args_struct}& args, {index}) {{")
         for text in self.prologue():
             self.line(text)
@@ -366,7 +366,7 @@ def emit_backward_module(kernel: ir.Function, backward: ir.Function, block=None)
     entry = f"{names.kernel_entry(backward.symbol)}, {args}, {body}"
     if block is None:
         out += AdjointPrinter(prepare(kernel)).kernel(args, body, kernel.param_names)
-        return "\n".join(out + ["}  // namespace", "", f"TW_KERNEL_ENTRY({entry})", ""])
+        return "\n".join(out + ["}  // namespace", "", f"TW_KERNEL_ENTRY({entry}, tw::no_deferred)", ""])
     from .block_adjoint import BlockAdjointPrinter
 
     printer = BlockAdjointPrinter(prepare(kernel), block)

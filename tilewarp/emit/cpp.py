@@ -11,7 +11,7 @@ from ..builtins.array import LOCATED, emit_located
 from ..ir import nodes as ir
 from ..language import names
 from ..language.names import MATHDX_MARK
-from ..tiling.combine import combined_atomics, folded_sums, is_call
+from ..tiling.combine import combined_adds, combined_atomics, folded_sums, is_call
 from ..tiling.streaming import streams_reads
 from .block import (LaneGrouping, block_analysis, block_args, declare, deferred_struct, into_expression, loads_in_flight,
                     prologue, blocks_per_sm, pack_factor)
@@ -64,7 +64,7 @@ def emit_module(kernel: ir.Function, sites=None, block=None, mathdx: bool = Fals
                 f"// tilewarp: combined atomics {len(printer.combined)}",
                 f"// tilewarp: tile blocks per CUDA block {pack}", ""]
     else:
-        out += [f"TW_KERNEL_ENTRY({entry})", ""]
+        out += [f"TW_KERNEL_ENTRY({entry}, {printer.deferred})", ""]
     return "\n".join(out)
 
 
@@ -171,6 +171,8 @@ class _Printer(LaneGrouping):
                 self.combined = combined_atomics(fn)
                 self.folded = folded_sums(fn, self.combined, self.lanes.varying)
                 self.folded_away = {id(f) for f in self.folded.values()}
+        elif sites is None and fn.is_kernel:
+            self.combined = combined_adds(fn)
 
     def line(self, text: str):
         self.lines.append("    " * self.depth + text)
@@ -206,11 +208,11 @@ class _Printer(LaneGrouping):
             self.line(f"{cpp_type(p.type)} {names.field(name)};")
         self.lines += ["};", ""]
         self.lines.append(f"// kernel {f.name}")
-        index = "TW_TASK task"
+        if self.combined:
+            self.deferred = names.body(f.symbol) + "_deferred"
+            self.lines += deferred_struct(self.deferred, self.combined, self.folded, f)
+        index = f"TW_TASK task, {self.deferred}& tw_deferred"
         if self.block_shape is not None:
-            if self.combined:
-                self.deferred = names.body(f.symbol) + "_deferred"
-                self.lines += deferred_struct(self.deferred, self.combined, self.folded, f)
             index = f"int64_t block, {self.deferred}& tw_deferred"
         self.lines.append(f"TW_FORCEINLINE TW_FUNC void {names.body(f.symbol)}(const {args}& args, {index}) {{")
         if self.block_shape is not None:
@@ -250,6 +252,11 @@ class _Printer(LaneGrouping):
     def stmt_Assign(self, s: ir.Assign):
         if id(s) in self.folded_away:
             self.line("// (the sum is folded into the tile_atomic_add after it)")
+            return
+        if id(s) in self.combined and self.block_shape is None:
+            args = [ref(a) for a in s.op.args]
+            kind = "tw::atomic_add_combined" if s.op.builtin.name == "atomic_add" else "tw::atomic_sub_combined"
+            self.line(f"{kind}(tw_deferred.c{self.combined[id(s)]}, tw::address({', '.join(args[:-1])}), {args[-1]});")
             return
         if id(s) in self.combined:
             args = block_args(s.op, self.lanes, ref)

@@ -38,6 +38,31 @@ def combined_atomics(fn: ir.Function) -> dict:
             target, tile = s.op.args[0], s.op.args[1]
             if id(target) in params and T.is_tile(tile.type) and tile.type.size == 1:
                 candidates.append(s)
+    return _slots(candidates, used)
+
+
+def combined_adds(fn: ir.Function) -> dict:
+    """``{id(statement): slot}`` of a SIMT kernel's ``atomic_add`` / ``atomic_sub`` calls a thread may
+    combine over the tasks it runs, on the same terms as ``combined_atomics``: nobody reads the old
+    values they return, and the kernel uses the array for nothing else (``atomic_sub`` on scalars).
+    On the CPU, where two threads adding into one address take turns owning its cache line, a sum
+    into one total runs at the speed of plain adds."""
+    if os.environ.get("TILEWARP_COMBINE_ATOMICS", "1") == "0":
+        return {}
+    params = {id(p) for p in fn.params if T.is_array(p.type) and not isinstance(p.type, T.IndexedArrayType)}
+    candidates, used = [], {}
+    for s in ir.walk(fn.body):
+        for v in statement_reads(s):
+            used[id(v)] = used.get(id(v), 0) + 1
+        if isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and s.op.builtin.name in ("atomic_add", "atomic_sub"):
+            target = s.op.args[0]
+            if id(target) in params and (s.op.builtin.name == "atomic_add" or T.is_scalar(target.type.dtype)):
+                candidates.append(s)
+    return _slots(candidates, used)
+
+
+def _slots(candidates, used) -> dict:
+    """The candidates on arrays read by them alone whose results nobody reads, numbered."""
     per_array = {}
     for s in candidates:
         per_array.setdefault(id(s.op.args[0]), []).append(s)
