@@ -27,18 +27,10 @@ from ..ir import nodes as ir
 
 def combined_atomics(fn: ir.Function) -> dict:
     """``{id(statement): slot}`` of the combinable ``tile_atomic_add`` calls of kernel ``fn``."""
-    if os.environ.get("TILEWARP_COMBINE_ATOMICS", "1") == "0":  # (for measurements)
-        return {}
-    params = {id(p) for p in fn.params if T.is_array(p.type) and not isinstance(p.type, T.IndexedArrayType)}
-    candidates, used = [], {}  # used: id(value) -> number of reads
-    for s in ir.walk(fn.body):
-        for v in statement_reads(s):
-            used[id(v)] = used.get(id(v), 0) + 1
-        if isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and s.op.builtin.name == "tile_atomic_add":
-            target, tile = s.op.args[0], s.op.args[1]
-            if id(target) in params and T.is_tile(tile.type) and tile.type.size == 1:
-                candidates.append(s)
-    return _slots(candidates, used)
+    def one_element_tile(name, target, second):  # (tile_atomic_add's second argument: the tile added)
+        return name == "tile_atomic_add" and T.is_tile(second.type) and second.type.size == 1
+
+    return _combined(fn, one_element_tile)
 
 
 def combined_adds(fn: ir.Function) -> dict:
@@ -47,16 +39,25 @@ def combined_adds(fn: ir.Function) -> dict:
     values they return, and the kernel uses the array for nothing else (``atomic_sub`` on scalars).
     On the CPU, where two threads adding into one address take turns owning its cache line, a sum
     into one total runs at the speed of plain adds."""
-    if os.environ.get("TILEWARP_COMBINE_ATOMICS", "1") == "0":
+    def simt_add(name, target, second):
+        return name == "atomic_add" or (name == "atomic_sub" and T.is_scalar(target.type.dtype))
+
+    return _combined(fn, simt_add)
+
+
+def _combined(fn: ir.Function, candidate) -> dict:
+    """The calls ``candidate(builtin name, target, second argument)`` accepts on an array parameter
+    of ``fn``, kept where ``_slots`` finds nothing could tell them combined."""
+    if os.environ.get("TILEWARP_COMBINE_ATOMICS", "1") == "0":  # (for measurements)
         return {}
     params = {id(p) for p in fn.params if T.is_array(p.type) and not isinstance(p.type, T.IndexedArrayType)}
-    candidates, used = [], {}
+    candidates, used = [], {}  # used: id(value) -> number of reads
     for s in ir.walk(fn.body):
         for v in statement_reads(s):
             used[id(v)] = used.get(id(v), 0) + 1
-        if isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and s.op.builtin.name in ("atomic_add", "atomic_sub"):
+        if isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) and len(s.op.args) >= 2:
             target = s.op.args[0]
-            if id(target) in params and (s.op.builtin.name == "atomic_add" or T.is_scalar(target.type.dtype)):
+            if id(target) in params and candidate(s.op.builtin.name, target, s.op.args[1]):
                 candidates.append(s)
     return _slots(candidates, used)
 
