@@ -27,7 +27,7 @@ from ..runtime import cpu_capture, retired
 from ..runtime.array import array, empty, uninitialized, zeros
 from ..runtime.device import get_device
 from ..runtime.graph import saveable_capture
-from ..runtime.replay import Replay
+from ..runtime.replay import Replay, array_key
 
 MAX_CELLS = (1 << 31) - 1
 _VEC = {T.float16: T.vec3h, T.float32: T.vec3, T.float64: T.vec3d}
@@ -293,8 +293,8 @@ class HashGrid:
             return None
         if not isinstance(points, array) or not (groups is None or isinstance(groups, array)):
             return None
-        inputs = [(a.ptr, a.shape, a.strides, a.dtype) if a is not None else None for a in (points, groups)]
-        return (*inputs, r, self._capacity, self._grouped_capacity, self._starts is not None)
+        return (array_key(points), array_key(groups), r, self._capacity, self._grouped_capacity,
+                self._starts is not None)
 
     def _build(self, points, radius, groups):
         points, groups, width = self._checked(points, radius, groups)

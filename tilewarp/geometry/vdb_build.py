@@ -95,7 +95,7 @@ def make_map(matrix, translation) -> dict:
 
 
 def build(topo: Topology, code: int, background: bytes, grid_map: dict, capacity: Capacity | None = None,
-          voxel_capacity: int | None = None, head_only: bool = False):
+          head_only: bool = False):
     """A grid buffer of type ``code`` (``nanovdb.TYPES``) holding ``topo``; value leaves are filled
     with ``background`` (the value's bytes), index leaves numbered. ``head_only`` (an empty topology):
     only the headers and the root, which is all such a grid writes, and the size of the whole."""
@@ -119,7 +119,7 @@ def build(topo: Topology, code: int, background: bytes, grid_map: dict, capacity
     _internal(buf, L, (lower0, L.lower_size, L.lower_table, nv.LOWER_CHILD_MASK, 512), n_lo, leaf0, L.leaf_size,
               topo.leaf_lower, topo.leaf_slot, lower_bbox, value)
     _leaves(buf, topo, L, code, leaf0, value)
-    _headers(buf, topo, code, grid_map, size, (leaf0, lower0, upper0, root), voxel_capacity)
+    _headers(buf, topo, code, grid_map, size, (leaf0, lower0, upper0, root))
     return (buf, size) if head_only else buf
 
 
@@ -190,7 +190,7 @@ def _leaves(buf, topo, L, code, leaf0, value):
         raise ValueError(f"cannot build {nv.TYPES[code].name} grids")
 
 
-def _headers(buf, topo, code, grid_map, size, offsets, voxel_capacity):
+def _headers(buf, topo, code, grid_map, size, offsets):
     head = np.zeros((), nv.GRID_HEADER)
     head["magic"], head["checksum"], head["version"] = nv.MAGIC_NUMB, np.uint64(2 ** 64 - 1), nv.WRITE_VERSION
     head["flags"] = nv.FLAG_BREADTH_FIRST | nv.FLAG_HAS_BBOX

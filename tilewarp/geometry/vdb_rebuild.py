@@ -22,7 +22,8 @@ import tilewarp as wp
 from ..language import types as T
 from ..runtime import cpu_capture
 from ..runtime.array import array, uninitialized, zeros
-from ..runtime.replay import Replay
+from ..runtime.replay import Replay, array_key
+from ..utils import _scalars
 from ..utils.core import array_scan
 from ..utils.radix import sort_order
 from . import nanovdb as nv
@@ -474,15 +475,6 @@ def _view(volume, dtype) -> array:
     return a
 
 
-def _flat_points(points: array) -> array:
-    scalar = T.scalar_of(points.dtype)
-    flat = array(ptr=points.ptr, dtype=scalar, shape=points.size * (3 if points.ndim == 1 else 1),
-                 device=points.device)
-    flat.deleter = None
-    flat._tw_owner = points  # keep the points alive as long as the view
-    return flat
-
-
 class Numbering(NamedTuple):
     """Points in tree order with their nodes numbered (device arrays; ``n`` points)."""
 
@@ -506,8 +498,8 @@ def rebuild(volume, points: array, mask: array | None, status: array | None) -> 
         with cpu_capture.operation(device, run):
             run()
     else:  # a rebuild from the same arrays as the one before is one graph launch (Replay)
-        inputs = [(a.ptr, a.shape, a.strides, a.dtype) if a is not None else None for a in (points, mask, status)]
-        volume.__dict__.setdefault("_replay", Replay()).run(device, tuple(inputs), run)
+        key = (array_key(points), array_key(mask), array_key(status))
+        volume.__dict__.setdefault("_replay", Replay()).run(device, key, run)
 
 
 def _launch(kernel, dim, inputs, device):
@@ -524,7 +516,7 @@ def number(points: array, mask: array | None, alloc: dict, device, cap: Capacity
     hi, lo = (uninitialized(max(n, 1), dtype=T.uint64, device=device) for _ in range(2))
     meta = uninitialized(6, dtype=T.int64, device=device)
     _launch(_init_meta, 1, [meta], device)
-    pts, masked = _flat_points(points), int(mask is not None)
+    pts, masked = _scalars(points), int(mask is not None)  # (checked contiguous)
     if T.scalar_of(points.dtype) is T.float32:
         inv = T.mat33(*alloc["map"]["invmatf"].tolist())
         _launch(_keys_float, n, [pts, mask, masked, voxels, inv, T.vec3(*alloc["map"]["vecf"].tolist()), meta, hi,

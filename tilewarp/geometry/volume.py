@@ -5,9 +5,10 @@ buffer's address (``native/geometry/volume.h`` walks the tree in place), so ``lo
 can alias any grid already in memory. The host keeps a snapshot of the grid's headers and feature
 metadata, taken (and checked) when the volume is made, for the introspection methods. Loading a file
 checks every node reference of every grid first (``nanovdb.validate``), so a corrupt file raises
-instead of sending kernels astray. Exact allocations build the buffer on the host (``vdb_build``),
-then upload it; a rebuildable volume keeps node slots for capacities and is built and rebuilt in
-place by kernels on its device (``vdb_rebuild``), inside graph captures too.
+instead of sending kernels astray. Allocations take their headers from the host (``vdb_build``) and
+build their nodes with kernels on the volume's device (``vdb_rebuild``): an exact grid is sized by
+the node counts its points make, a rebuildable one keeps node slots for capacities and is built and
+rebuilt in place, inside graph captures too.
 """
 from __future__ import annotations
 
@@ -34,12 +35,6 @@ def _read(device, ptr: int, nbytes: int) -> np.ndarray:
     if nbytes > 0:
         device.backend.copy_dtoh(host.ctypes.data, ptr, nbytes)
     return host
-
-
-def _write(device, ptr: int, host: np.ndarray) -> None:
-    host = np.ascontiguousarray(host, dtype=np.uint8)
-    if host.size:
-        device.backend.copy_htod(ptr, host.ctypes.data, host.size)
 
 
 class Volume:
@@ -414,16 +409,6 @@ class Volume:
     allocate_by_tiles = classmethod(va.allocate_by_tiles)
     allocate_by_voxels = classmethod(va.allocate_by_voxels)
     rebuild = va.rebuild
-
-    def _install(self, grid: np.ndarray, device) -> None:
-        """Become the grid built on the host (``vdb_build``): upload it to a buffer of its own."""
-        self.device = device
-        self._buffer = array(dtype=T.uint8, shape=grid.size, device=device)
-        _write(device, self._buffer.ptr, grid)
-        self._size = grid.size
-        self._snapshot(self._buffer.ptr, grid.size)
-        self.id = self._buffer.ptr
-        _LIVE[self.id] = self
 
     def _install_empty(self, head: np.ndarray, size: int, device) -> None:
         """Become a grid of ``size`` bytes, zeroed, whose first bytes ``head`` (headers and root, from

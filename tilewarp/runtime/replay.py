@@ -18,6 +18,11 @@ from .device import is_mempool_enabled
 from .graph import capture_begin, capture_end, capture_launch
 
 
+def array_key(a):
+    """What an operation reads of an array from the host, for a ``Replay`` key (None: no array)."""
+    return None if a is None else (a.ptr, a.shape, a.strides, a.dtype)
+
+
 class Replay:
     """One operation's graph (see the module docstring); ``run(device, key, body)`` does ``body()``."""
 
