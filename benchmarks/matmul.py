@@ -2,7 +2,11 @@
 torch (cuBLAS), in TFLOP/s; plus the cold compile + first launch of the tile-GEMM module.
 
     python -m benchmarks.matmul [--device cuda:0] [--modules tilewarp,warp,torch] [--n 4096]
-        [--dtypes float16,float32,float64] [--tile 64,64,32] [--block_dim 128]
+        [--dtypes float16,float32,float64] [--tile 64,64,32] [--block_dim 128] [--backward]
+
+--backward times a forward launch and Tape.backward of the GEMM together (gradients of both
+operands: two more GEMMs), warm, and the first such pass, the backward kernel's build included; its
+TFLOP/s count the three products. torch: the same through autograd.
 
 Module ``tilewarp:mathdx`` is tilewarp with ``wp.config.enable_mathdx_gemm`` (cuBLASDx).
 
@@ -70,6 +74,58 @@ def timed(fn, sync, iters=10):
     return statistics.median(ts)
 
 
+def bench_backward(module, dtype, n, tile, block_dim, device, d):
+    """(seconds of a warm forward + backward, the first one's seconds, relative error of A's gradient)"""
+    tm, tn, tk = tile
+    rng = np.random.default_rng(0)
+    a = rng.uniform(-1, 1, (n, n)).astype(dtype)
+    b = rng.uniform(-1, 1, (n, n)).astype(dtype)
+    g = rng.uniform(-1, 1, (n, n)).astype(dtype)
+    if module == "torch":
+        import torch
+        ta, tb = (torch.tensor(x, device="cuda" if device.startswith("cuda") else "cpu", requires_grad=True)
+                  for x in (a, b))
+        tg = torch.tensor(g, device=ta.device)
+
+        def step():
+            ta.grad = tb.grad = None
+            (ta @ tb).backward(tg)
+        sync = torch.cuda.synchronize if ta.is_cuda else (lambda: None)
+        t0 = time.perf_counter()
+        step()
+        sync()
+        first = time.perf_counter() - t0
+        return timed(step, sync), first, float(np.abs(ta.grad.cpu().numpy() - g @ b.T).max() / np.abs(g @ b.T).max())
+    wp = importlib.import_module(module)
+    wp.config.quiet = True
+    k = load_text(module, KERNEL.format(module=module, tm=tm, tn=tn, tk=tk, ab=dtype, acc=dtype), d, "bench_gemm_bwd")
+    wa, wb = (wp.array(x, device=device, requires_grad=True) for x in (a, b))
+    wc = wp.zeros((n, n), dtype=getattr(wp, dtype), device=device, requires_grad=True)
+    wg = wp.array(g, device=device)
+    launch = lambda: wp.launch_tiled(k.gemm, dim=(n // tm, n // tn), inputs=[wa, wb, wc], block_dim=block_dim,  # noqa: E731
+                                     device=device)
+    launch()  # the forward built and run once: the first pass below times the backward's build
+    wp.synchronize_device(device)
+
+    def step():
+        tape = wp.Tape()
+        with tape:
+            launch()
+        tape.backward(grads={wc: wg})
+        tape.zero()
+    t0 = time.perf_counter()
+    step()
+    wp.synchronize_device(device)
+    first = time.perf_counter() - t0
+    s = timed(step, lambda: wp.synchronize_device(device), iters=3)
+    tape = wp.Tape()
+    with tape:
+        launch()
+    tape.backward(grads={wc: wg})
+    want = g.astype(np.float64) @ b.astype(np.float64).T
+    return s, first, float(np.abs(wa.grad.numpy() - want).max() / np.abs(want).max())
+
+
 def bench(module, dtype, n, tile, block_dim, device, d):
     tm, tn, tk = tile
     acc = dtype if (not module.startswith("tilewarp") or dtype != "float16") else "float32"
@@ -110,6 +166,7 @@ def main(argv=None):
     ap.add_argument("--n", type=int, default=4096)
     ap.add_argument("--tile", default="64,64,32")
     ap.add_argument("--block_dim", type=int, default=128)
+    ap.add_argument("--backward", action="store_true", help="forward + Tape.backward (3 products)")
     a = ap.parse_args(argv)
     tile = tuple(int(x) for x in a.tile.split(","))
     with tempfile.TemporaryDirectory() as d:
@@ -118,11 +175,12 @@ def main(argv=None):
         for dtype in a.dtypes.split(","):
             for module in a.modules.split(","):
                 try:
-                    s, first, err = bench(module, dtype, a.n, tile, a.block_dim, a.device, d)
+                    run = bench_backward if a.backward else bench
+                    s, first, err = run(module, dtype, a.n, tile, a.block_dim, a.device, d)
                 except Exception as e:  # noqa: BLE001 - one failing library must not hide the others
                     print(f"{dtype:8s} {module:9s} failed: {type(e).__name__}: {str(e)[:300]}", flush=True)
                     continue
-                flops = 2.0 * a.n ** 3 / s / 1e12
+                flops = (6.0 if a.backward else 2.0) * a.n ** 3 / s / 1e12
                 print(f"{dtype:8s} {module:9s} {s * 1e3:9.3f} {flops:8.1f} {first:15.2f} "
                       f"{'' if err is None else f'{err:9.1e}'}", flush=True)
 

@@ -400,6 +400,11 @@ TW_FUNC void tile_store(const array_t<T, D>& a, const mtile<TT, S, P, K, W>& t, 
             return;
         }
     }
+#else  // one thread holds the whole tile in order (slot r is element r)
+    if (detail::for_contiguous_rows<S>(a, o, [&](T* p, int e0, int n) {
+            for (int c = 0; c < n; ++c) p[c] = cast<T>(t.at(e0 + c, e0 + c));
+        }))
+        return;
 #endif
     TW_UNROLL
     for (int r = 0; r < TW_TILE_REGS(S::size, P); ++r) {
@@ -449,16 +454,74 @@ TW_TILE_ATOMIC_BITS(atomic_xor)
 // ---- adjoints: `adj` is the gradient array (data == nullptr: none) -----------------------------
 
 // a load's adjoint scatters into the gradient array (atomically: blocks may overlap)
+namespace detail {
+template <typename X, typename T, int D>
+TW_FUNC void adj_tile_load_at(const array_t<T, D>& adj, const X& adj_out, const int64_t (&o)[D]) {
+    TW_FOR_OWNED(X::size, X::threads, r, e) {
+        T* p = tile_address<typename X::shape, X::threads>(adj, adj.data, o, r, e);
+        if (p) atomic_accum(p, adj_out.at(r, e));
+    }
+}
+}  // namespace detail
 template <typename X, typename T, int D, typename... I>
 TW_FUNC void adj_tile_load(const array_t<T, D>& adj, const X& adj_out, I... i) {
     if (!adj.data) return;
     int64_t o[D];
     detail::offsets(o, i...);
     block_sync();
-    TW_FOR_OWNED(X::size, X::threads, r, e) {
-        T* p = detail::tile_address<typename X::shape, X::threads>(adj, adj.data, o, r, e);
-        if (p) detail::atomic_accum(p, adj_out.at(r, e));
+    detail::adj_tile_load_at(adj, adj_out, o);
+}
+
+// The adjoints of one tile_load summed over the blocks a CPU thread runs (tiling/combine.py,
+// combined_adjoint_loads: the gradient array is only ever added into): blocks in a row that load
+// the same box of the same array add into `sum`, which goes into the array, atomically, once the
+// box changes or the thread's blocks end (its flush). A box starts a run the second time in a row
+// it comes, the first being added at once, so a load whose box moves every block (a block's own
+// pixels) costs a comparison. On CUDA, where a thread seldom runs two blocks, adds go straight out.
+template <typename T, typename S, int D> struct adj_load_combiner {
+#if TW_IS_CUDA
+    TW_FUNC void flush() {}
+#else
+    struct box_t {
+        const T* data = nullptr;
+        int64_t o[D] = {};
+        bool same(const box_t& b) const {
+            for (int d = 0; d < D; ++d)
+                if (o[d] != b.o[d]) return false;
+            return data == b.data;
+        }
+    };
+    box_t run, seen;  // run.data null: no run
+    array_t<T, D> adj;
+    rtile<T, S, 1> sum;
+    void flush() {
+        if (run.data) detail::adj_tile_load_at(adj, sum, run.o);
+        run.data = nullptr;
     }
+#endif
+};
+template <typename T, typename S, int D, typename X, typename... I>
+TW_FUNC void adj_tile_load_combined(adj_load_combiner<T, S, D>& c, const array_t<T, D>& adj, const X& adj_out, I... i) {
+#if TW_IS_CUDA
+    (void)c;
+    adj_tile_load(adj, adj_out, i...);
+#else
+    if (!adj.data) return;
+    typename adj_load_combiner<T, S, D>::box_t b;
+    b.data = adj.data;
+    detail::offsets(b.o, i...);
+    if (c.run.data && c.run.same(b)) {
+        for (int e = 0; e < S::size; ++e) c.sum.data[e] = add(c.sum.data[e], adj_out.at(e, e));
+    } else if (c.seen.same(b)) {
+        c.flush();
+        c.run = b;
+        c.adj = adj;
+        for (int e = 0; e < S::size; ++e) c.sum.data[e] = adj_out.at(e, e);
+    } else {
+        c.seen = b;
+        detail::adj_tile_load_at(adj, adj_out, b.o);
+    }
+#endif
 }
 // a store's (and an atomic add's) adjoint gathers the gradient of the elements it wrote
 template <typename X, typename T, int D, typename... I>

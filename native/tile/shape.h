@@ -5,10 +5,23 @@
 #pragma once
 #include "tile.h"
 #include "mma.h"
+#include "gemm_host.h"
 #include "../runtime/atomic.h"
 #include "../runtime/array_adjoint.h"
 
 namespace tw {
+namespace detail {
+// An add into an element of a tile of this block: atomic on CUDA, where several of its threads may
+// add there at once; a plain add on the CPU, where one thread runs the whole block.
+template <typename T> TW_FUNC void block_accum(T* p, const T& v) {
+#if TW_IS_CUDA
+    atomic_accum(p, v);
+#else
+    *p = add(*p, v);
+#endif
+}
+}  // namespace detail
+
 // Row-major position of an element; negative indices count from the end.
 template <typename S, typename... I> TW_FUNC int tile_index(I... i) {
     static_assert(sizeof...(I) == S::ndim, "one index per tile dimension");
@@ -45,7 +58,7 @@ template <typename X> TW_FUNC typename X::value_type tile_take(X& adj_t, int lin
 
 // adjoint of an element read: the element's adjoint receives this lane's share
 template <typename X> TW_FUNC void adj_tile_get(X& adj_t, int lin, const typename X::value_type& g) {
-    detail::atomic_accum(&tile_ref(adj_t, lin), g);
+    detail::block_accum(&tile_ref(adj_t, lin), g);
 }
 
 // ---- broadcast (NumPy rules, right-aligned), transpose, sub-tile copies ------------------------
@@ -68,9 +81,30 @@ template <typename D, typename X> TW_FUNC void tile_broadcast(D& out, const X& t
     });
 }
 template <typename X, typename D> TW_FUNC void adj_tile_broadcast(X& adj_t, const D& adj_out) {
+#if !TW_IS_CUDA
+    typedef typename D::shape SD;
+    typedef typename X::shape SX;
+    if constexpr (SD::ndim == 2 && SX::ndim == 2 && SX::extent(1) == 1 && SX::extent(0) == SD::extent(0)) {
+        // a column over the rows (a bias): each row's sum in 8 running sums, not one add after
+        // another into memory (a fixed order, so run to run the same)
+        constexpr int R = SD::extent(0), C = SD::extent(1);
+        typedef typename D::value_type T;
+        for (int i = 0; i < R; ++i) {
+            T part[8] = {};
+            int j = 0;
+            for (; j + 8 <= C; j += 8)
+                for (int l = 0; l < 8; ++l) part[l] = add(part[l], adj_out.at(i * C + j + l, i * C + j + l));
+            for (; j < C; ++j) part[0] = add(part[0], adj_out.at(i * C + j, i * C + j));
+            T sum = part[0];
+            for (int l = 1; l < 8; ++l) sum = add(sum, part[l]);
+            adj_t.at(i, i) = add(adj_t.at(i, i), sum);
+        }
+        return;
+    }
+#endif
     tile_for<D::size, D::threads>([&](int r, int e) {
         const int s = broadcast_source<D, X>(e);
-        detail::atomic_accum(&adj_t.at(s, s), adj_out.at(r, e));
+        detail::block_accum(&adj_t.at(s, s), adj_out.at(r, e));
     });
 }
 
@@ -85,6 +119,35 @@ TW_FUNC void tile_matmul(D& out, const A& a, const B& b, const C& c, S alpha, S 
     constexpr int K = A::shape::extent(1), N = B::shape::extent(1);
     typedef typename D::value_type T;
     typedef typename detail::matmul_acc_of<T>::type Acc;
+#if !TW_IS_CUDA
+    if constexpr (detail::host_vec<Acc>::ok) {
+        if (detail::host_overlaps(out, a) || detail::host_overlaps(out, b)) {  // rare: the operands' copies
+            rtile<typename A::value_type, typename A::shape, 1> a2;
+            rtile<typename B::value_type, typename B::shape, 1> b2;
+            tile_copy(a2, a);
+            tile_copy(b2, b);
+            tile_matmul(out, a2, b2, c, alpha, beta);
+            return;
+        }
+        // branches outside the row loops, so that they vectorise (out and c are often one tile)
+        const Acc al = cast<Acc>(alpha), be = cast<Acc>(beta);
+        const int form = alpha == S(1) && beta == S(1) ? 0 : beta == S(0) ? 1 : 2;
+        detail::host_gemm<A::shape::extent(0), N, K, Acc>(
+            detail::host_operand_of<false, Acc>(a), detail::host_operand_of<false, Acc>(b),
+            [&](int i, int j0, const Acc* v, int n) {
+                if (form == 0)
+                    for (int j = 0; j < n; ++j)
+                        detail::host_at(out, i, j0 + j) = cast<T>(add(v[j], cast<Acc>(detail::host_at(c, i, j0 + j))));
+                else if (form == 1)
+                    for (int j = 0; j < n; ++j) detail::host_at(out, i, j0 + j) = cast<T>(mul(al, v[j]));
+                else
+                    for (int j = 0; j < n; ++j)
+                        detail::host_at(out, i, j0 + j) =
+                            cast<T>(add(mul(al, v[j]), mul(be, cast<Acc>(detail::host_at(c, i, j0 + j)))));
+            });
+        return;
+    }
+#endif
     block_sync();
     tile_fill_with(out, [&](int r, int e) {
         const int i = e / N, j = e % N;
@@ -102,6 +165,30 @@ TW_FUNC void adj_tile_matmul(const A& a, const B& b, AA& adj_a, AB& adj_b, C& ad
     typedef typename AB::value_type TB;
     typedef typename C::value_type TC;
     typedef typename detail::matmul_acc_of<typename D::value_type>::type Acc;
+#if !TW_IS_CUDA
+    if constexpr (detail::host_vec<Acc>::ok) {
+        const Acc al = cast<Acc>(alpha);
+        detail::host_gemm<M, K, N, Acc>(  // adj_a += alpha * adj_out @ b^T
+            detail::host_operand_of<false, Acc>(adj_out), detail::host_operand_of<true, Acc>(b),
+            [&](int i, int k0, const Acc* v, int n) {
+                for (int k = 0; k < n; ++k) {
+                    auto& x = detail::host_at(adj_a, i, k0 + k);
+                    x = cast<TA>(add(cast<Acc>(x), mul(al, v[k])));
+                }
+            });
+        detail::host_gemm<K, N, M, Acc>(  // adj_b += alpha * a^T @ adj_out
+            detail::host_operand_of<true, Acc>(a), detail::host_operand_of<false, Acc>(adj_out),
+            [&](int k, int j0, const Acc* v, int n) {
+                for (int j = 0; j < n; ++j) {
+                    auto& x = detail::host_at(adj_b, k, j0 + j);
+                    x = cast<TB>(add(cast<Acc>(x), mul(al, v[j])));
+                }
+            });
+        if (beta != S(0))
+            TW_FOR_OWNED(M * N, C::threads, r, e) adj_c.at(r, e) = add(adj_c.at(r, e), mul(cast<TC>(beta), cast<TC>(adj_out.at(r, e))));
+        return;
+    }
+#endif
     block_sync();
     TW_FOR_OWNED(M * K, A::threads, r, e) {  // adj_a += alpha * adj_out @ b^T
         const int i = e / K, k = e % K;
@@ -127,6 +214,16 @@ template <typename V, typename A, typename B, typename D>
 TW_FUNC void adj_tile_matmul_alpha(V& adj_alpha, const A& a, const B& b, const D& adj_out) {
     constexpr int K = A::shape::extent(1), N = B::shape::extent(1);
     typedef typename detail::matmul_acc_of<typename D::value_type>::type Acc;
+#if !TW_IS_CUDA
+    if constexpr (detail::host_vec<Acc>::ok) {
+        detail::host_gemm<A::shape::extent(0), N, K, Acc>(
+            detail::host_operand_of<false, Acc>(a), detail::host_operand_of<false, Acc>(b),
+            [&](int i, int j0, const Acc* v, int n) {
+                for (int j = 0; j < n; ++j) adj_alpha = add(adj_alpha, cast<V>(mul(v[j], cast<Acc>(detail::host_at(adj_out, i, j0 + j)))));
+            });
+        return;
+    }
+#endif
     block_sync();
     TW_FOR_OWNED(D::size, D::threads, r, e) {
         const int i = e / N, j = e % N;
@@ -170,7 +267,7 @@ template <int Axis, typename D, typename X, typename I> TW_FUNC void tile_gather
 template <int Axis, typename X, typename I, typename D> TW_FUNC void adj_tile_gather(X& adj_t, const I& idx, const D& adj_out) {
     tile_for<D::size, D::threads>([&](int r, int e) {
         const int s = gather_source<Axis, D, X>(e, idx);
-        detail::atomic_accum(&adj_t.at(s, s), adj_out.at(r, e));
+        detail::block_accum(&adj_t.at(s, s), adj_out.at(r, e));
     });
 }
 }  // namespace tw

@@ -97,6 +97,8 @@ class AdjointPrinter:
 
     #: what the kernel body is called with: a task (SIMT kernels) or a block (kernels with tiles)
     index = "task"
+    #: what a thread defers over the tasks or blocks it runs (a struct with flush())
+    deferred = "tw::no_deferred"
 
     def prologue(self) -> list:
         return []
@@ -104,7 +106,7 @@ class AdjointPrinter:
     def kernel(self, args_struct: str, body_name: str, param_names) -> list:
         f = self.prep.fn
         self.lines.append(f"// backward of kernel {f.name}")
-        index = "TW_TASK task, tw::no_deferred&" if self.index == "task" else "int64_t block, tw::no_deferred&"
+        index = f"TW_TASK task, {self.deferred}&" if self.index == "task" else f"int64_t block, {self.deferred}& tw_deferred"
         self.lines.append(f"TW_FORCEINLINE TW_FUNC void {body_name}(const {args_struct}& args, {index}) {{")
         for text in self.prologue():
             self.line(text)
@@ -370,11 +372,14 @@ def emit_backward_module(kernel: ir.Function, backward: ir.Function, block=None)
     from .block_adjoint import BlockAdjointPrinter
 
     printer = BlockAdjointPrinter(prepare(kernel), block)
+    if printer.combined:
+        printer.deferred = body + "_deferred"
+        out += printer.deferred_struct(printer.deferred)
     with names.block_kernel(block):
         out += printer.kernel(args, body, kernel.param_names)
     from .block import entry as block_entry
 
-    return "\n".join(out + ["}  // namespace", "", block_entry(entry, block), "",
+    return "\n".join(out + ["}  // namespace", "", block_entry(entry, block, printer.deferred), "",
                             f"// tilewarp: shared memory {printer.bytes} bytes", ""])
 
 

@@ -21,9 +21,10 @@ from ..ir import nodes as ir
 from ..language import names
 from ..autodiff.prepare import carries_gradient
 from .adjoint import REWIND_CAP, REWIND_LEVELS, AdjointPrinter
-from .block import LaneGrouping, block_args, declare, prologue, tile_cpp
+from .block import LaneGrouping, block_args, declare, prologue, shape_cpp, tile_cpp
 from .cpp import expression, ref
 from ..tiling.storage import Storage, aliases
+from ..tiling.combine import combined_adjoint_loads
 
 
 #: tile operations whose adjoints never read the value of the tile they take (linear in it): a later
@@ -117,6 +118,17 @@ class BlockAdjointPrinter(LaneGrouping, AdjointPrinter):
         self.snapshots = in_place_snapshots(whole)
         self._layout(choose(whole))
         self.lane_loops: set = set()
+        self.combined = combined_adjoint_loads(whole)
+
+    def deferred_struct(self, name: str) -> list:
+        """What a thread defers over the blocks it runs: the combined loads' adjoint sums."""
+        slots = {k: s for s in ir.walk(self.whole.body) if (k := self.combined.get(id(s))) is not None}
+        lines = [f"struct {name} {{"]
+        for k in sorted(slots):
+            arr, tile = slots[k].op.args[0].type, slots[k].dst.type
+            lines.append(f"    tw::adj_load_combiner<{arr.dtype._cpp_}, {shape_cpp(tile.shape)}, {arr.ndim}> c{k};")
+        lines.append(f"    TW_FUNC void flush() {{ {' '.join(f'c{k}.flush();' for k in sorted(slots))} }}")
+        return lines + ["};", ""]
 
     def _layout(self, shared):
         """Shared primal tiles, then shared adjoints, each with its own bytes (the reverse pass reads
@@ -256,8 +268,13 @@ class BlockAdjointPrinter(LaneGrouping, AdjointPrinter):
             return
         grads = [names.adjoint(a) if not a.is_const and (carries_gradient(a.type) or T.is_array(a.type))
                  else "tw::adj_discard" for a in op.args]
-        self.line(b.adjoint_emit([names.value(dst), *self.call_args(op)], [names.adjoint(dst), *grads],
-                                 names.adjoint(dst), op.template) + ";")
+        if id(s) in self.combined:  # summed over the thread's blocks first (tiling/combine.py)
+            offsets = self.call_args(op)[1:]
+            self.line(f"tw::adj_tile_load_combined(tw_deferred.c{self.combined[id(s)]}, {grads[0]}, "
+                      f"{names.adjoint(dst)}, {', '.join(offsets)});")
+        else:
+            self.line(b.adjoint_emit([names.value(dst), *self.call_args(op)], [names.adjoint(dst), *grads],
+                                     names.adjoint(dst), op.template) + ";")
         self.clear(dst)
 
     def call_args(self, op) -> list:

@@ -45,6 +45,33 @@ def combined_adds(fn: ir.Function) -> dict:
     return _combined(fn, simt_add)
 
 
+def combined_adjoint_loads(fn: ir.Function) -> dict:
+    """``{id(statement): slot}`` of the ``tile_load`` calls whose adjoints (atomic adds into the
+    gradient array) a CPU thread may sum over the blocks it runs before adding once: those on an
+    array parameter the kernel uses for nothing else, so that its backward pass only ever adds into
+    that gradient array (an MLP's weights, loaded whole by every block: one add per element and
+    worker instead of one per block). Which offsets repeat is seen at run time
+    (``tw::adj_load_combiner``)."""
+    if os.environ.get("TILEWARP_COMBINE_ATOMICS", "1") == "0":  # (for measurements)
+        return {}
+    params = {id(p) for p in fn.params if T.is_array(p.type) and not isinstance(p.type, T.IndexedArrayType)}
+    candidates, used = [], {}
+    for s in ir.walk(fn.body):
+        for v in statement_reads(s):
+            used[id(v)] = used.get(id(v), 0) + 1
+        if is_call(s, "tile_load") and id(s.op.args[0]) in params and s.dst is not None:
+            candidates.append(s)
+    per_array = {}
+    for s in candidates:
+        per_array.setdefault(id(s.op.args[0]), []).append(s)
+    slots = {}
+    for target, calls in per_array.items():
+        if used.get(target, 0) == len(calls):
+            for s in calls:
+                slots[id(s)] = len(slots)
+    return slots
+
+
 def _combined(fn: ir.Function, candidate) -> dict:
     """The calls ``candidate(builtin name, target, second argument)`` accepts on an array parameter
     of ``fn``, kept where ``_slots`` finds nothing could tell them combined."""
