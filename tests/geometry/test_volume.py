@@ -653,7 +653,7 @@ def test_repeated_rebuilds_of_the_same_arrays(device, rng):
         np.testing.assert_array_equal(vol.array().numpy()[used], want[used], err_msg=f"frame {frame}")
         assert int(status.numpy()[0]) == flags
     if device.startswith("cuda") and wp.is_mempool_enabled(device):
-        assert vol._replay._graph
+        assert vol._replay.graphs >= 1
 
 
 @wp.kernel
