@@ -127,8 +127,6 @@ class Tape:
         for n, entry in enumerate(self.launches):
             if isinstance(entry, _HostStep):
                 continue
-            names = entry.kernel.arg_names
-            values = [*entry.inputs, *entry.outputs]
             for r in entry.read_versions:
                 a = r.array
                 if a.version != r.version:
@@ -137,6 +135,7 @@ class Tape:
                     how = "through a host view (x.numpy(), np.asarray(x) or DLPack)"
                 else:
                     continue
+                names, values = entry.kernel.arg_names, [*entry.inputs, *entry.outputs]
                 k = next((k for k, v in enumerate(values) if any(x is a for x in tape_state.arrays_in(v))), None)
                 what = f"argument '{names[k]}'" if k is not None and k < len(names) else "an array"
                 raise TapeError(
@@ -200,12 +199,16 @@ class Tape:
 
     def zero(self):
         """Zero the gradients of every array recorded on the tape."""
+        done = set()  # (a gradient is often in both lists: zeroed once)
         for a in self._arrays():
-            if a.grad is not None:
+            if a.grad is not None and id(a.grad) not in done:
+                done.add(id(a.grad))
                 a.grad.zero_()
         for g in self.gradients.values():
             for a in tape_state.arrays_in(g):  # a gradient array, or the arrays of a struct's adjoint
-                a.zero_()
+                if id(a) not in done:
+                    done.add(id(a))
+                    a.zero_()
 
     def reset(self):
         """Forget the recorded launches and scopes and zero the gradients (``gradients`` keeps its

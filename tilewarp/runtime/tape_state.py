@@ -4,13 +4,21 @@ active = None
 tracking = False
 
 
-def arrays_in(value):
-    """The arrays a launch argument holds: itself, or the array fields of a struct (recursively)."""
-    from .array import array
+_array = None  # the array class (imported on first use: array imports this module)
 
-    if isinstance(value, array):
-        yield value
-        return
+
+def arrays_in(value):
+    """The arrays a launch argument holds: itself, or the array fields of a struct (recursively).
+    (A tuple or list, not a generator: launches under a Tape call this for every argument.)"""
+    global _array
+    if _array is None:
+        from .array import array as _array
+    if isinstance(value, _array):
+        return (value,)
     fields = getattr(type(value), "_tw_fields_", None)
-    for name in fields or ():
-        yield from arrays_in(getattr(value, name, None))
+    if not fields:
+        return ()
+    out = []
+    for name in fields:
+        out.extend(arrays_in(getattr(value, name, None)))
+    return out
