@@ -40,6 +40,10 @@
 #   geotests  tests/geometry and tests/runtime/test_utils.py on cuda:0
 #   geobench  the geometry benchmark rows (side by side with warp-lang after `joinwarp`)
 #   geoexamples  Warp's geometry example programs on cuda:0, from .warpfiles
+#   speedtests  the test files of issue 29's changed paths on cuda:0 (tile GEMM shapes, tile gradients,
+#             hash grid, tapes, tile_matmul)
+#   somexamples  the gallery examples issue 29's changes touch (mesh_collision, dem_particles, diff_ball,
+#             cloth_sphere, sph_fluid, tile_nbody), side by side with warp-lang after `joinwarp`
 #   dist      tilewarp.distributed on one GPU: its tests on cuda:0, both examples under torchrun (NCCL, 1 rank)
 #             with --check, and each against its CPU run
 #   dist2     on a 2-GPU machine: both examples on 2 ranks (NCCL) with --check, and the wave example's
@@ -250,6 +254,15 @@ EOF
     (ls tests/geometry/test_*.py; echo tests/runtime/test_utils.py) | xargs -P 8 -I{} sh -c 'f=$(basename {} .py); \
       TILEWARP_TEST_DEVICES=cuda:0 timeout 300 python -m pytest -q -p no:cacheprovider --tb=short {} \
       > "$OUT/geo_$f.txt" 2>&1; echo "$f: $(tail -1 "$OUT/geo_$f.txt")"; grep -E "^(FAILED|ERROR)" "$OUT/geo_$f.txt" | head -5' ;;
+  speedtests)  # issue 29's changed paths on cuda:0: tile GEMM shapes and gradients, tile adjoints, hash grid, tapes
+    for f in tests/tiles/test_tile_matmul_shapes.py tests/tiles/test_tile_grads.py tests/geometry/test_hash_grid.py \
+        tests/autodiff/test_core.py tests/autodiff/test_grad_struct.py tests/tiles/test_tile_matmul.py; do echo $f; done | xargs -P 6 -I{} sh -c \
+      'f=$(basename {} .py); TILEWARP_TEST_DEVICES=cuda:0 timeout 300 python -m pytest -q -p no:cacheprovider \
+      --tb=short {} > "/tmp/st_$f.txt" 2>&1; echo "$f: $(tail -1 "/tmp/st_$f.txt")"; grep -E "^(FAILED|ERROR)" "/tmp/st_$f.txt" | head -5' ;;
+  somexamples)  # the gallery examples this session's changes touch, on cuda:0 (with warp-lang after `joinwarp`)
+    MODS=tilewarp; [ -n "$WITH_WARP" ] && MODS=tilewarp,warp
+    timeout 400 python -m benchmarks.examples --device cuda:0 --modules $MODS --frames 20 \
+      --only mesh_collision,dem_particles,diff_ball,cloth_sphere,sph_fluid,tile_nbody 2>&1 | tee "$OUT/examples_some.txt" ;;
   geoexamples)  # Warp's geometry example programs on cuda:0 (with warp-lang too after `joinwarp`)
     WARP_EXAMPLES_DIR="$REPO/.warpfiles/warp/examples" TILEWARP_ASSET_DIR="$REPO/.warpfiles/warp/examples/assets" \
       timeout 280 python -m benchmarks.warp_examples --geometry --device cuda:0 --frames 3 --timeout 100 \
