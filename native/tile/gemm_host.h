@@ -14,9 +14,6 @@
 #pragma once
 #include "tile.h"
 #if !TW_IS_CUDA
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
@@ -37,25 +34,20 @@ template <typename T> struct host_vec { static constexpr bool ok = false; };
 template <> struct host_vec<float> { static constexpr bool ok = true; typedef host_vf type; };
 template <> struct host_vec<double> { static constexpr bool ok = true; typedef host_vd type; };
 
-// c + a b in one rounding where the target fuses (the compile runs without -ffp-contract)
-inline host_vf host_fma(host_vf a, host_vf b, host_vf c) {
-#if defined(__AVX512F__)
-    return _mm512_fmadd_ps(a, b, c);
-#elif defined(__FMA__)
-    return _mm256_fmadd_ps(a, b, c);
+// The micro-kernel's c + a b rounds once where the target fuses: this code compiles without
+// -ffp-contract, so the function asks for contraction itself (GCC's optimize attribute, Clang's
+// pragma) rather than spelling FMA intrinsics, whose <immintrin.h> doubled the precompiled header's
+// build and so every cold first compile.
+#if defined(__clang__)
+#define TW_CONTRACT_FN
+#define TW_CONTRACT_BODY _Pragma("clang fp contract(fast)")
+#elif defined(__GNUC__)
+#define TW_CONTRACT_FN __attribute__((optimize("fp-contract=fast")))
+#define TW_CONTRACT_BODY
 #else
-    return a * b + c;
+#define TW_CONTRACT_FN
+#define TW_CONTRACT_BODY
 #endif
-}
-inline host_vd host_fma(host_vd a, host_vd b, host_vd c) {
-#if defined(__AVX512F__)
-    return _mm512_fmadd_pd(a, b, c);
-#elif defined(__FMA__)
-    return _mm256_fmadd_pd(a, b, c);
-#else
-    return a * b + c;
-#endif
-}
 
 // Scratch for the packed operands: one growing buffer per thread (a tile's operands can exceed
 // what a worker's stack should hold).
@@ -75,18 +67,6 @@ struct host_scratch {
 inline void* host_scratch_bytes(size_t n) {
     static thread_local host_scratch s;
     return s.get(n);
-}
-
-template <typename V, typename Acc> inline V host_splat(Acc x) {
-#if defined(__AVX512F__)
-    if constexpr (sizeof(Acc) == 4) return _mm512_set1_ps(x); else return _mm512_set1_pd(x);
-#elif defined(__AVX__)
-    if constexpr (sizeof(Acc) == 4) return _mm256_set1_ps(x); else return _mm256_set1_pd(x);
-#else
-    V v;
-    for (int l = 0; l < (int)(sizeof(V) / sizeof(Acc)); ++l) v[l] = x;
-    return v;
-#endif
 }
 
 // element (i, j) of a 2-d tile (on the CPU a tile's slot r is its element r); a view's strides
@@ -142,19 +122,23 @@ template <bool Trans, typename Acc, typename X> inline host_operand<X, Trans, Ac
 // sums (MR x NV vectors) = A rows (element (i, k) at a[i ars + k acs]) @ B rows (row k's NV vectors
 // from b + k bks)
 template <typename V, typename Acc, int MR, int NV>
-inline void host_micro(int K, const Acc* __restrict a, int ars, int acs, const Acc* __restrict b, int bks,
-                       V (&acc)[MR][NV]) {
+TW_CONTRACT_FN void host_micro(int K, const Acc* __restrict a, int ars, int acs, const Acc* __restrict b, int bks,
+                               V (&acc)[MR][NV]) {
+    TW_CONTRACT_BODY
     constexpr int W = sizeof(V) / sizeof(Acc);
+    V sum[MR][NV];  // (local: sums through acc would be stored every step, acc may alias)
     for (int i = 0; i < MR; ++i)
-        for (int v = 0; v < NV; ++v) acc[i][v] = V{};
+        for (int v = 0; v < NV; ++v) sum[i][v] = V{};
     for (int k = 0; k < K; ++k) {
         V bv[NV];
         for (int v = 0; v < NV; ++v) std::memcpy(&bv[v], b + k * bks + v * W, sizeof(V));
         for (int i = 0; i < MR; ++i) {
-            const V av = host_splat<V>(a[i * ars + k * acs]);
-            for (int v = 0; v < NV; ++v) acc[i][v] = host_fma(av, bv[v], acc[i][v]);
+            const V av = a[i * ars + k * acs] - V{};  // a broadcast: x - 0 is x exactly (-0, NaN too), so it folds
+            for (int v = 0; v < NV; ++v) sum[i][v] = av * bv[v] + sum[i][v];
         }
     }
+    for (int i = 0; i < MR; ++i)
+        for (int v = 0; v < NV; ++v) acc[i][v] = sum[i][v];
 }
 
 // put(i, j0, sums, n): row i's sums of columns j0 .. j0 + n - 1, for the M x K by K x N product of
