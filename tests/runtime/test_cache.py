@@ -448,3 +448,46 @@ def test_a_long_compile_says_it_is_compiling(monkeypatch, capsys):
     monkeypatch.setattr(wp.config, "quiet", True)
     compile_mod.compile_cached(source + " ", "hushed", Options("cpu", 0))
     assert "hushed" not in capsys.readouterr().out
+
+
+# ---- (e) a first launch on a Tape compiles its backward beside it ------------------------------------
+
+TAPED_KERNEL = """
+import tilewarp as wp
+
+@wp.kernel
+def cube(a: wp.array(dtype=float), b: wp.array(dtype=float)):
+    i = wp.tid()
+    b[i] = a[i] * a[i] * a[i]
+"""
+TAPED = """
+import numpy as np
+import tilewarp as wp
+import taped_kernels as K
+
+wp.set_device("cpu")
+a = wp.array(np.arange(8, dtype=np.float32), requires_grad=True)
+b = wp.zeros(8, dtype=float, requires_grad=True)
+tape = wp.Tape()
+with tape:
+    wp.launch(K.cube, dim=8, inputs=[a], outputs=[b])
+tape.backward(grads={b: wp.ones(8, dtype=float)})
+print("RESULT", a.grad.numpy().tolist(), flush=True)
+"""
+
+
+def test_backward_compiled_beside_a_taped_first_launch(tmp_path, cache_dir):
+    """The forward's first build on a Tape starts the backward's compile in a second compiler
+    process: the backward is then loaded from the cache (its log line says so), silently (no progress
+    line or lock notice of its own), and its gradient is right (3 a^2)."""
+    folder = tmp_path / "src"
+    folder.mkdir()
+    (folder / "taped_kernels.py").write_text(TAPED_KERNEL)
+    script = folder / "taped.py"
+    script.write_text(TAPED)
+    out, err = run(script, cache_dir)
+    assert result(out) == f"RESULT {[3.0 * i * i for i in range(8)]}", out
+    backward = log_lines(out, "cube.backward")
+    assert len(backward) == 1 and backward[0].endswith("(cached)"), out
+    assert "cube.backward load on device 'cpu': still" not in out and "build lock" not in err, (out, err)
+    entry_for(cache_dir, "cube.backward")  # its entry is in the cache

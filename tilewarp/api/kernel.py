@@ -194,9 +194,11 @@ class Kernel:
     def arg_names(self) -> list:
         return list(inspect.signature(self.fn).parameters)
 
-    def compiled(self, device, block=None):
+    def compiled(self, device, block=None, ahead: bool = False):
         """The loaded kernel for ``device`` in the current mode (built through the pipeline on first use);
-        ``block`` (an ``emit.block.BlockShape``) for kernels that use tiles."""
+        ``block`` (an ``emit.block.BlockShape``) for kernels that use tiles. ``ahead``: a backward pass
+        is likely (a launch on a Tape, or of arrays that require gradients): on the CPU a first build
+        compiles the backward beside the forward (``pipeline.start_backward_build``)."""
         key = (device.alias, "debug") if is_debug(self) else device.alias
         if block is not None:
             key = (key, block)
@@ -205,10 +207,13 @@ class Kernel:
             with self._lock:
                 entry = self._compiled.get(key)
                 if entry is None:
-                    from .pipeline import build
+                    from .pipeline import build, start_backward_build
 
+                    eager = backward_setting(self)
+                    if eager is None and ahead and device.kind == "cpu" and not is_debug(self):
+                        start_backward_build(self, device, block)
                     entry = self._compiled[key] = build(self, device, block)  # reads the mode again
-                    if backward_setting(self):  # enable_backward=True: build both now, as Warp does
+                    if eager:  # enable_backward=True: build both now, as Warp does
                         self.compiled_backward(device, block)
         return entry
 

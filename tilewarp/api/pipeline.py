@@ -4,10 +4,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import threading
 from dataclasses import dataclass
 
 from .. import config
-from ..compile import load_cached
+from ..compile import compile_ahead, load_cached
 from ..compile.options import current
 from ..emit import emit_module
 from ..language import names
@@ -127,6 +128,26 @@ def build_backward(kernel, device, block=None) -> CompiledKernel:
     smem = source_mark(source, "shared memory")
     handle = module.function(names.kernel_entry(backward.symbol), kernel.key + " (backward)", smem)
     return CompiledKernel(device, module, handle, ArgPacker(backward), source, block=block, shared_bytes=smem)
+
+
+def start_backward_build(kernel, device, block=None):
+    """Compile ``kernel``'s backward in a second host-compiler process beside its forward's (CPU; the
+    caller: a first launch recorded on a Tape, so a backward pass is likely). The source is emitted
+    here, on the caller's thread; a daemon thread waits for the compile and stores the binary in the
+    cache, where ``build_backward`` finds it (it takes the entry's build lock, so a backward asked
+    for sooner waits for this compile instead of starting another). Nothing is reported from here: a
+    kernel without a backward, or a failed compile, says so when its backward is asked for."""
+    fn = kernel.ir if block is None else kernel.ir_for(block.block_dim)
+    try:
+        source = emit_backward_module(fn, backward_signature(fn), block)
+    except Exception:  # noqa: BLE001 - not differentiable: the lazy build raises it with its context
+        return None
+    options = dataclasses.replace(current(device.kind, device.arch), debug=False)
+
+    thread = threading.Thread(target=compile_ahead, args=(source, kernel.key + ".backward", options),
+                              name=f"tilewarp backward build {kernel.key}", daemon=True)
+    thread.start()
+    return thread
 
 
 def source_mark(source: str, what: str) -> int:

@@ -1,6 +1,7 @@
 """Emitted C++ -> a cached binary for one target (host .so or CUDA CUBIN)."""
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -68,6 +69,18 @@ def _compile(source: str, name: str, options: Options) -> tuple[str, Path, bool]
 
 #: a compile still running after this many seconds says so (cuBLASDx instances take 10-20 s)
 PROGRESS_AFTER = 2.0
+_ahead = threading.local()  # .on in threads that compile ahead of need (compile_ahead)
+
+
+def compile_ahead(source: str, name: str, options: Options) -> None:
+    """Build ``source``'s cache entry for a binary nobody waits for yet (a background thread's
+    work): silently (a progress line would name a kernel the user did not ask for), and a failure is
+    left for the build that needs it, which reports it."""
+    _ahead.on = True
+    try:
+        _compile(source, name, options)
+    except Exception:  # noqa: BLE001 - see the docstring
+        pass
 
 
 class _progress:
@@ -75,14 +88,14 @@ class _progress:
     long compile does not look like a hang (nothing when ``wp.config.quiet``)."""
 
     def __init__(self, message: str):
-        import threading
-
+        if getattr(_ahead, "on", False):
+            message = None
         self.timer = threading.Timer(PROGRESS_AFTER, self._say, (message,))
         self.timer.daemon = True
 
     @staticmethod
     def _say(message):
-        if not config.quiet:
+        if message and not config.quiet:
             print(message, flush=True)
 
     def __enter__(self):

@@ -400,7 +400,7 @@ def _acquire(fd: int, lock: Path, what: str) -> bool:
             return False
         if not told and waited >= LOCK_NOTICE_AFTER:
             told = True
-            if not config.quiet:
+            if not config.quiet and _holder(fd) != f"process {os.getpid()}":  # (not another thread of ours)
                 print(f"tilewarp: waiting for {what}: {_holder(fd)} holds its build lock {lock} "
                       f"(building without it after {timeout:g} s)", file=sys.stderr, flush=True)
         time.sleep(min(delay, max(timeout - waited, 0.0)))

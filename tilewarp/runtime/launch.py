@@ -69,8 +69,12 @@ class Plan:
     __slots__ = ("dim", "device", "compiled", "block_dim", "packer", "size", "bounds", "tasks",
                  "threads", "submit", "debug", "whole", "_access")
 
-    def __init__(self, kernel, dim, block_dim, device, backward: bool, max_blocks: int):
-        get = kernel.compiled_backward if backward else kernel.compiled
+    def __init__(self, kernel, dim, block_dim, device, backward: bool, max_blocks: int, values=()):
+        if backward:
+            get = kernel.compiled_backward
+        else:  # a launch that a backward pass likely follows builds that too, beside the forward
+            ahead = tape_state.active is not None or any(getattr(v, "requires_grad", False) is True for v in values)
+            get = functools.partial(kernel.compiled, ahead=ahead)
         if uses_tiles(kernel, _valid_block_dim(block_dim)):  # compiled per block shape
             block_dim = effective_block_dim(block_dim, device)
             compiled = get(device, block_shape(kernel, dim, block_dim))
@@ -144,11 +148,12 @@ def forget_plans(*_) -> None:
 config._listeners.append(forget_plans)
 
 
-def plan(kernel, dim, block_dim, device, backward=False, max_blocks=0) -> Plan:
-    """The plan of a concrete (not generic) ``kernel`` for this configuration (made once)."""
+def plan(kernel, dim, block_dim, device, backward=False, max_blocks=0, values=()) -> Plan:
+    """The plan of a concrete (not generic) ``kernel`` for this configuration (made once; ``values``,
+    the launch's arguments, hint whether a backward pass will follow)."""
     dims = memo_key(dim)
     if dims is None:  # a list, or a spelling launch_bounds refuses: planned every time
-        return Plan(kernel, dim, block_dim, device, backward, max_blocks)
+        return Plan(kernel, dim, block_dim, device, backward, max_blocks, values)
     key = (dims, block_dim, device, backward, max_blocks)  # settings: a change forgets every plan
     plans = kernel._tw_plans
     if plans is None:
@@ -156,7 +161,7 @@ def plan(kernel, dim, block_dim, device, backward=False, max_blocks=0) -> Plan:
         _planned.add(kernel)
     found = plans.get(key)
     if found is None:
-        found = Plan(kernel, dim, block_dim, device, backward, max_blocks)
+        found = Plan(kernel, dim, block_dim, device, backward, max_blocks, values)
         if len(plans) < MAX_PLANS:
             plans[key] = found
     return found
@@ -252,7 +257,7 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     concrete = kernel.specialization_for(values) if generic is not False else kernel
     if adjoint:
         return _run_adjoint(concrete, dim, values, len(inputs), adj_inputs, adj_outputs, device, block_dim)
-    p = plan(concrete, dim, block_dim, device, False, max_blocks)
+    p = plan(concrete, dim, block_dim, device, False, max_blocks, values)
     if concrete._tw_captures:  # globals compiled in: warn if one was rebound since
         check_captures(concrete)
     if record_cmd:
