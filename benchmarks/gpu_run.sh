@@ -42,6 +42,7 @@
 #   geoexamples  Warp's geometry example programs on cuda:0, from .warpfiles
 #   speedtests  the test files of issue 29's changed paths on cuda:0 (tile GEMM shapes, tile gradients,
 #             hash grid, tapes, tile_matmul)
+#   loopgrads  the autodiff tests on cuda:0, then the bounce and Tape.backward benchmark rows
 #   somexamples  the gallery examples issue 29's changes touch (mesh_collision, dem_particles, diff_ball,
 #             cloth_sphere, sph_fluid, tile_nbody), side by side with warp-lang after `joinwarp`
 #   dist      tilewarp.distributed on one GPU: its tests on cuda:0, both examples under torchrun (NCCL, 1 rank)
@@ -259,6 +260,12 @@ EOF
         tests/autodiff/test_core.py tests/autodiff/test_grad_struct.py tests/tiles/test_tile_matmul.py; do echo $f; done | xargs -P 6 -I{} sh -c \
       'f=$(basename {} .py); TILEWARP_TEST_DEVICES=cuda:0 timeout 300 python -m pytest -q -p no:cacheprovider \
       --tb=short {} > "/tmp/st_$f.txt" 2>&1; echo "$f: $(tail -1 "/tmp/st_$f.txt")"; grep -E "^(FAILED|ERROR)" "/tmp/st_$f.txt" | head -5' ;;
+  loopgrads)  # the autodiff tests on cuda:0 (loops' reverse passes), then the bounce / Tape.backward rows
+    ls tests/autodiff/test_*.py tests/tiles/test_tile_grads.py | xargs -P 8 -I{} sh -c 'f=$(basename {} .py); \
+      TILEWARP_TEST_DEVICES=cuda:0 timeout 300 python -m pytest -q -p no:cacheprovider --tb=short {} \
+      > "/tmp/lg_$f.txt" 2>&1; echo "$f: $(tail -1 "/tmp/lg_$f.txt")"; grep -E "^(FAILED|ERROR)" "/tmp/lg_$f.txt" | head -5'
+    MODS=tilewarp; [ -n "$WITH_WARP" ] && MODS=tilewarp,warp
+    timeout 200 python -m benchmarks --device cuda:0 --modules $MODS --only bounce,backward 2>&1 | grep -v "^Module\|^Warp\|^   " ;;
   somexamples)  # the gallery examples this session's changes touch, on cuda:0 (with warp-lang after `joinwarp`)
     MODS=tilewarp; [ -n "$WITH_WARP" ] && MODS=tilewarp,warp
     timeout 400 python -m benchmarks.examples --device cuda:0 --modules $MODS --frames 20 \

@@ -1,0 +1,86 @@
+"""Where a gallery example's frame goes, part by part, under tilewarp and under warp-lang.
+
+    python -m benchmarks.example_parts [--device cuda:0] [--modules tilewarp,warp] [--example mesh_collision]
+
+For mesh_collision: the frame's substeps with only the hash-grid builds, only the step launches, and
+both (the example's frame), host wall time with the device synchronised after each frame, the
+median of 20 frames; and the device time of one frame's launches by CUDA events.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+from .examples import _copy_examples
+
+
+def _child(device: str, frames: int) -> None:
+    sys.path.insert(0, os.getcwd())
+    mod = importlib.import_module("mesh_collision")
+    wp = mod.wp
+    ex = mod.Example(device=device)
+    ex.step()
+    wp.synchronize_device(device)
+
+    def build():
+        for _ in range(ex.substeps):
+            ex.grid.build(ex.x, 2.0 * ex.radius)
+            ex.x, ex.x_next = ex.x_next, ex.x
+
+    def launch():
+        for _ in range(ex.substeps):
+            wp.launch(mod.step, dim=ex.num_particles, device=device,
+                      inputs=[ex.grid.id, ex.mesh.id, ex.x, ex.v, ex.radius, ex.mass, ex.k_n, ex.c_n, ex.mu, ex.c_t,
+                              ex.sim_dt], outputs=[ex.x_next, ex.v_next])
+
+    for name, fn in (("builds", build), ("step launches", launch), ("frame", ex.step)):
+        fn()
+        wp.synchronize_device(device)
+        times = []
+        for _ in range(frames):
+            t0 = time.perf_counter()
+            fn()
+            wp.synchronize_device(device)
+            times.append(time.perf_counter() - t0)
+        line = f"{name:14s} host {statistics.median(times) * 1e3:8.3f} ms"
+        if device.startswith("cuda"):
+            start, end = wp.Event(device, enable_timing=True), wp.Event(device, enable_timing=True)
+            stream = wp.get_stream(device)
+            stream.record_event(start)
+            fn()
+            stream.record_event(end)
+            wp.synchronize_device(device)
+            line += f"   device {wp.get_event_elapsed_time(start, end):8.3f} ms"
+        print(line, flush=True)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="cuda:0")
+    ap.add_argument("--modules", default="tilewarp,warp")
+    ap.add_argument("--frames", type=int, default=20)
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.child:
+        _child(a.device, a.frames)
+        return
+    import tempfile
+    from pathlib import Path
+
+    for module in a.modules.split(","):
+        with tempfile.TemporaryDirectory() as d:
+            _copy_examples(module, Path(d))
+            print(f"-- {module}", flush=True)
+            subprocess.run([sys.executable, "-m", "benchmarks.example_parts", "--child", "--device", a.device,
+                            "--frames", str(a.frames)], cwd=d, check=False,
+                           env={**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1]),
+                                                                             os.environ.get("PYTHONPATH", "")])})
+
+
+if __name__ == "__main__":
+    main()
