@@ -1,10 +1,12 @@
 """Where a gallery example's frame goes, part by part, under tilewarp and under warp-lang.
 
-    python -m benchmarks.example_parts [--device cuda:0] [--modules tilewarp,warp] [--example mesh_collision]
+    python -m benchmarks.example_parts [--device cuda:0] [--modules tilewarp,warp] [--example mesh_collision|tile_mlp]
 
-For mesh_collision: the frame's substeps with only the hash-grid builds, only the step launches, and
-both (the example's frame), host wall time with the device synchronised after each frame, the
-median of 20 frames; and the device time of one frame's launches by CUDA events.
+mesh_collision: the frame's substeps with only the hash-grid builds, only the step launches, and
+both (the example's frame). tile_mlp: one training iteration's forward launch, forward and
+Tape.backward, the Adam launches, and the whole iteration. Host wall time with the device
+synchronised after each part, the median of 20 repeats; and the device time of one repeat's
+launches by CUDA events.
 """
 from __future__ import annotations
 
@@ -19,13 +21,8 @@ import time
 from .examples import _copy_examples
 
 
-def _child(device: str, frames: int) -> None:
-    sys.path.insert(0, os.getcwd())
-    mod = importlib.import_module("mesh_collision")
+def _mesh_collision_parts(mod, ex, device):
     wp = mod.wp
-    ex = mod.Example(device=device)
-    ex.step()
-    wp.synchronize_device(device)
 
     def build():
         for _ in range(ex.substeps):
@@ -38,7 +35,37 @@ def _child(device: str, frames: int) -> None:
                       inputs=[ex.grid.id, ex.mesh.id, ex.x, ex.v, ex.radius, ex.mass, ex.k_n, ex.c_n, ex.mu, ex.c_t,
                               ex.sim_dt], outputs=[ex.x_next, ex.v_next])
 
-    for name, fn in (("builds", build), ("step launches", launch), ("frame", ex.step)):
+    return (("builds", build), ("step launches", launch), ("frame", ex.step))
+
+
+def _tile_mlp_parts(mod, ex, device):
+    wp = mod.wp
+
+    def forward_backward():
+        ex.tape.reset()
+        with ex.tape:
+            ex.forward()
+        ex.tape.backward(ex.loss)
+
+    def adam():
+        for p, (m, v) in zip(ex.params, ex.moments):
+            wp.launch(mod.adam, dim=p.shape, device=device, inputs=[p, p.grad, m, v, 1e-3, ex.beta1, ex.beta2])
+
+    return (("forward", ex.forward), ("forward+backward", forward_backward), ("adam", adam),
+            ("iteration", ex.train_step))
+
+
+PARTS = {"mesh_collision": _mesh_collision_parts, "tile_mlp": _tile_mlp_parts}
+
+
+def _child(example: str, device: str, frames: int) -> None:
+    sys.path.insert(0, os.getcwd())
+    mod = importlib.import_module(example)
+    wp = mod.wp
+    ex = mod.Example(device=device, **({"verbose": False} if example == "tile_mlp" else {}))
+    ex.step()
+    wp.synchronize_device(device)
+    for name, fn in PARTS[example](mod, ex, device):
         fn()
         wp.synchronize_device(device)
         times = []
@@ -47,7 +74,7 @@ def _child(device: str, frames: int) -> None:
             fn()
             wp.synchronize_device(device)
             times.append(time.perf_counter() - t0)
-        line = f"{name:14s} host {statistics.median(times) * 1e3:8.3f} ms"
+        line = f"{name:17s} host {statistics.median(times) * 1e3:8.3f} ms"
         if device.startswith("cuda"):
             start, end = wp.Event(device, enable_timing=True), wp.Event(device, enable_timing=True)
             stream = wp.get_stream(device)
@@ -64,10 +91,11 @@ def main(argv=None):
     ap.add_argument("--device", default="cuda:0")
     ap.add_argument("--modules", default="tilewarp,warp")
     ap.add_argument("--frames", type=int, default=20)
+    ap.add_argument("--example", default="mesh_collision", choices=sorted(PARTS))
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
-        _child(a.device, a.frames)
+        _child(a.example, a.device, a.frames)
         return
     import tempfile
     from pathlib import Path
@@ -77,7 +105,7 @@ def main(argv=None):
             _copy_examples(module, Path(d))
             print(f"-- {module}", flush=True)
             subprocess.run([sys.executable, "-m", "benchmarks.example_parts", "--child", "--device", a.device,
-                            "--frames", str(a.frames)], cwd=d, check=False,
+                            "--frames", str(a.frames), "--example", a.example], cwd=d, check=False,
                            env={**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1]),
                                                                              os.environ.get("PYTHONPATH", "")])})
 
