@@ -42,6 +42,7 @@
 #   geoexamples  Warp's geometry example programs on cuda:0, from .warpfiles
 #   speedtests  the test files of issue 29's changed paths on cuda:0 (tile GEMM shapes, tile gradients,
 #             hash grid, tapes, tile_matmul)
+#   warptimes  Warp's own example programs timed under both libraries ($WARPTIMES_ONLY: name fragments)
 #   loopgrads  the autodiff tests on cuda:0, then the bounce and Tape.backward benchmark rows
 #   somexamples  the gallery examples issue 29's changes touch (mesh_collision, dem_particles, diff_ball,
 #             cloth_sphere, sph_fluid, tile_nbody), side by side with warp-lang after `joinwarp`
@@ -270,6 +271,10 @@ EOF
     MODS=tilewarp; [ -n "$WITH_WARP" ] && MODS=tilewarp,warp
     timeout 400 python -m benchmarks.examples --device cuda:0 --modules $MODS --frames 20 \
       --only mesh_collision,dem_particles,diff_ball,cloth_sphere,sph_fluid,tile_nbody 2>&1 | tee "$OUT/examples_some.txt" ;;
+  warptimes)  # Warp's own example programs timed side by side (benchmarks/examples.py --warp-examples; needs .warpfiles)
+    MODS=tilewarp; [ -n "$WITH_WARP" ] && MODS=tilewarp,warp
+    WARP_EXAMPLES_DIR="$REPO/.warpfiles/warp/examples" timeout 450 python -m benchmarks.examples --device cuda:0 \
+      --modules $MODS --warp-examples --frames 20 --only "${WARPTIMES_ONLY:-example_}" 2>&1 | tee "$OUT/warp_times.txt" ;;
   geoexamples)  # Warp's geometry example programs on cuda:0 (with warp-lang too after `joinwarp`)
     WARP_EXAMPLES_DIR="$REPO/.warpfiles/warp/examples" TILEWARP_ASSET_DIR="$REPO/.warpfiles/warp/examples/assets" \
       timeout 280 python -m benchmarks.warp_examples --geometry --device cuda:0 --frames 3 --timeout 100 \
