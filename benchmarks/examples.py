@@ -38,6 +38,28 @@ def _copy_examples(module: str, into: Path) -> None:
         (into / src.name).write_text(re.sub(r"^import tilewarp as wp$", f"import {module} as wp", text, flags=re.M))
 
 
+def _time_example(name: str, prepare, device: str, frames: int) -> None:
+    """Prints one JSON line: ``prepare()`` imports an example and gives (its constructor, its wp); then
+    the first ``step()`` (construction and kernel builds included) and the median step after it, the
+    device synchronised around each; or the error."""
+    try:
+        make, wp = prepare()
+        t0 = time.perf_counter()
+        ex = make()
+        ex.step()
+        wp.synchronize_device(device)
+        first = time.perf_counter() - t0
+        times = []
+        for _ in range(frames):
+            t0 = time.perf_counter()
+            ex.step()
+            wp.synchronize_device(device)
+            times.append(time.perf_counter() - t0)
+        print(json.dumps({"name": name, "first_s": first, "frame_ms": statistics.median(times) * 1e3}), flush=True)
+    except Exception as e:  # noqa: BLE001 - one example failing must not hide the others' numbers
+        print(json.dumps({"name": name, "error": f"{type(e).__name__}: {str(e)[:200]}"}), flush=True)
+
+
 def _child(names: list[str], device: str, frames: int) -> None:
     """Runs in the copied folder: times each example, prints one JSON line per example."""
     import importlib
@@ -46,23 +68,10 @@ def _child(names: list[str], device: str, frames: int) -> None:
 
     sys.path.insert(0, os.getcwd())
     for name in names:
-        try:
+        def prepare(name=name):
             mod = importlib.import_module(name)
-            wp = mod.wp
-            t0 = time.perf_counter()
-            ex = mod.Example(device=device)
-            ex.step()
-            wp.synchronize_device(device)
-            first = time.perf_counter() - t0
-            times = []
-            for _ in range(frames):
-                t0 = time.perf_counter()
-                ex.step()
-                wp.synchronize_device(device)
-                times.append(time.perf_counter() - t0)
-            print(json.dumps({"name": name, "first_s": first, "frame_ms": statistics.median(times) * 1e3}), flush=True)
-        except Exception as e:  # one example failing must not hide the others' numbers
-            print(json.dumps({"name": name, "error": f"{type(e).__name__}: {str(e)[:200]}"}), flush=True)
+            return (lambda: mod.Example(device=device)), mod.wp
+        _time_example(name, prepare, device, frames)
 
 
 #: Warp's own programs issue 29 times side by side (those that run under both libraries)
@@ -81,25 +90,12 @@ def _warp_child(names: list[str], module: str, device: str, frames: int) -> None
 
     sys.path.insert(0, os.getcwd())
     for name in names:
-        try:
+        def prepare(name=name):
             mod = importlib.import_module(name.replace("/", "_"))
-            wp = mod.wp
-            wp.set_device(device)
+            mod.wp.set_device(device)  # Warp's programs use the default device
             params = inspect.signature(mod.Example).parameters
-            t0 = time.perf_counter()
-            ex = mod.Example(**{k: v for k, v in _WARP_ARGS.items() if k in params})
-            ex.step()
-            wp.synchronize_device(device)
-            first = time.perf_counter() - t0
-            times = []
-            for _ in range(frames):
-                t0 = time.perf_counter()
-                ex.step()
-                wp.synchronize_device(device)
-                times.append(time.perf_counter() - t0)
-            print(json.dumps({"name": name, "first_s": first, "frame_ms": statistics.median(times) * 1e3}), flush=True)
-        except Exception as e:  # noqa: BLE001 - one example failing must not hide the others' numbers
-            print(json.dumps({"name": name, "error": f"{type(e).__name__}: {str(e)[:200]}"}), flush=True)
+            return (lambda: mod.Example(**{k: v for k, v in _WARP_ARGS.items() if k in params})), mod.wp
+        _time_example(name, prepare, device, frames)
 
 
 def run_warp_examples(module: str, names, device: str, frames: int, timeout: float) -> dict:
