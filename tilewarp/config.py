@@ -37,6 +37,10 @@ verify_fp: bool = False
 #: (docs/TILES.md): False by default, unlike Warp, as ours are faster and compile in about a second
 #: where cuBLASDx takes 10-20 s a kernel; a module's ``enable_mathdx_gemm`` option overrides it.
 enable_mathdx_gemm: bool = False
+#: A ``for`` loop with constant bounds and at most this many iterations is unrolled (Warp's
+#: setting and default): its counter becomes constants in each copy (a stencil's offsets and
+#: weights fold away). Read when a kernel is built.
+max_unroll: int = 16
 #: Block programs (tilewarp.pallas, tilewarp.arrange) time candidate meta-parameters on a first call;
 #: False (or $TILEWARP_TUNE=0) takes a rule of thumb instead (docs/BLOCKS.md).
 block_tuning: bool = True

@@ -40,6 +40,14 @@ typedef unsigned long long uint64_t;
 #define TW_UNROLL
 #endif
 
+// A loop with a constant trip count of at most wp.config.max_unroll (emit/cpp.py): unrolled whole,
+// as Warp does, so that its counter folds into constants in every copy
+#if TW_IS_CUDA || defined(__clang__)
+#define TW_UNROLL_ALL _Pragma("unroll")
+#else
+#define TW_UNROLL_ALL _Pragma("GCC unroll 64")
+#endif
+
 #define TW_CONCAT_(a, b) a##b
 #define TW_CONCAT(a, b) TW_CONCAT_(a, b)
 

@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from .. import config
 from ..language import structs
 from ..language import types as T
 from ..builtins.array import LOCATED, emit_located
@@ -150,6 +151,16 @@ def expression(op, located=None, args=None) -> str:
         return b.emit(args, op.template)
     return f"{b.cpp}({', '.join(args)})"
 
+
+
+def constant_trip(loop: ir.For) -> int:
+    """The iterations of a ``for`` with constant integer bounds (0 where they are not constant)."""
+    start, stop, step = loop.start, loop.stop, loop.step
+    if not (start.is_const and stop.is_const and step.is_const) or not all(
+            isinstance(v.const, (int, np.integer)) and not isinstance(v.const, bool) for v in (start, stop, step)):
+        return 0
+    a, b, c = int(start.const), int(stop.const), int(step.const)
+    return len(range(a, b, c)) if c else 0
 
 class _Printer(LaneGrouping):
     def __init__(self, fn: ir.Function, sites=None, block=None, mathdx: bool = False, shared_limit: int = 0):
@@ -307,6 +318,8 @@ class _Printer(LaneGrouping):
             test = f"{i} {'<' if s.step.const > 0 else '>'} {stop}"
         else:
             test = f"({step} > 0) ? ({i} < {stop}) : ({i} > {stop})"
+        if 0 < constant_trip(s) <= config.max_unroll:
+            self.line("TW_UNROLL_ALL")
         self.block(f"for ({i} = {ref(s.start)}; {test}; {i} += {step}) {{", s.body)
 
     def pipelined_for(self, s: ir.For, pipe):
