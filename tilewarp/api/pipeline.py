@@ -130,6 +130,12 @@ def build_backward(kernel, device, block=None) -> CompiledKernel:
     return CompiledKernel(device, module, handle, ArgPacker(backward), source, block=block, shared_bytes=smem)
 
 
+#: backward compiles running ahead at once: a core is left for the caller's own builds (a program's
+#: first frame on a Tape may build many kernels; the rest queue)
+_AHEAD_SLOTS = threading.BoundedSemaphore(
+    max(1, (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2) - 1))
+
+
 def start_backward_build(kernel, device, block=None):
     """Compile ``kernel``'s backward in a second host-compiler process beside its forward's (CPU; the
     caller: a first launch recorded on a Tape, so a backward pass is likely). The source is emitted
@@ -144,8 +150,12 @@ def start_backward_build(kernel, device, block=None):
         return None
     options = dataclasses.replace(current(device.kind, device.arch), debug=False)
 
-    thread = threading.Thread(target=compile_ahead, args=(source, kernel.key + ".backward", options),
-                              name=f"tilewarp backward build {kernel.key}", daemon=True)
+    def compile_when_a_core_is_free():
+        with _AHEAD_SLOTS:
+            compile_ahead(source, kernel.key + ".backward", options)
+
+    thread = threading.Thread(target=compile_when_a_core_is_free, name=f"tilewarp backward build {kernel.key}",
+                              daemon=True)
     thread.start()
     return thread
 
