@@ -7,7 +7,7 @@ waiting for the last kernel is not the kernels' time), the calls queued behind a
 that the host's launch rate does not limit them; on the CPU, and for what is host work
 (launch overhead, Tape.backward, compiles), the host clock from the first call to the synchronize
 after the last (the method of ../shared/bench/anchors.py). Usage:
-    python -m benchmarks [--device cpu|cuda:0] [--quick] [--only integrate,bounce,launch,compile,backward,tiles,geometry]
+    python -m benchmarks [--device cpu|cuda:0] [--quick] [--only integrate,bounce,launch,atomic,compile,backward,tiles,geometry]
 """
 from __future__ import annotations
 
@@ -53,6 +53,11 @@ INTEGRATE = textwrap.dedent('''
                 vi = wp.vec3(vi[0], -0.5 * vi[1], vi[2])
         x[i] = xi
         v[i] = vi
+
+    @wp.kernel
+    def atomic_total(x: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
+        i = wp.tid()
+        wp.atomic_add(out, 0, x[i])
 
     @wp.kernel
     def noop(a: wp.array(dtype=float)):
@@ -158,6 +163,20 @@ def bench_bounce(wp, k, device, n, on_gpu):
     return s, n * 48
 
 
+def bench_atomic(wp, k, device, on_gpu):
+    """Issue 29's contended atomic sum: 1024^2 float64 values added into one address (the sum checked
+    against NumPy's, to rounding)."""
+    n = 1 << 20
+    x = np.random.default_rng(0).random(n)
+    wx, out = wp.array(x, dtype=wp.float64, device=device), wp.zeros(1, dtype=wp.float64, device=device)
+    s = timeit(wp, lambda: wp.launch(k.atomic_total, dim=n, inputs=[wx, out], device=device), 20 if on_gpu else 5,
+               device=device)
+    out.zero_()
+    wp.launch(k.atomic_total, dim=n, inputs=[wx, out], device=device)
+    assert abs(out.numpy()[0] - x.sum()) < 1e-9 * n, (out.numpy()[0], x.sum())
+    return s
+
+
 def bench_launch(wp, k, device):
     """Host time of a launch: a one-thread SIMT kernel, and a one-block tile kernel (launch_tiled)."""
     a = wp.zeros(32, dtype=float, device=device)
@@ -239,7 +258,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default=None)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", default="integrate,bounce,launch,compile,backward,tiles,geometry")
+    ap.add_argument("--only", default="integrate,bounce,launch,atomic,compile,backward,tiles,geometry")
     ap.add_argument("--modules", default="tilewarp,warp")
     args = ap.parse_args()
     only = set(args.only.split(","))
@@ -264,6 +283,8 @@ def main():
             r["bounce"] = bench_bounce(wp, k, device, n, on_gpu)
         if "launch" in only:
             r["launch"], r["tile_launch"] = bench_launch(wp, k, device)
+        if "atomic" in only:
+            r["atomic"] = bench_atomic(wp, k, device, on_gpu)
         if "compile" in only:
             r["compile"] = bench_compile(m, device)
         if "backward" in only:
@@ -301,6 +322,8 @@ def report(results, modules, device):
     if "launch" in tw or "launch" in ref:
         line("launch overhead (1-thread kernel)", tw.get("launch"), ref.get("launch"), "us", 1e6)
         line("tile launch overhead (1 block)", tw.get("tile_launch"), ref.get("tile_launch"), "us", 1e6)
+    if "atomic" in tw or "atomic" in ref:
+        line("atomic sum, 1M float64 -> 1 address", tw.get("atomic"), ref.get("atomic"))
     if "tape_launch" in tw or "tape_launch" in ref:
         line("launch under a Tape (1 thread)", tw.get("tape_launch"), ref.get("tape_launch"), "us", 1e6)
     if "tiles" in tw or "tiles" in ref:
