@@ -111,11 +111,7 @@ template <typename X, bool Trans, typename Acc> struct host_operand {
     static constexpr bool direct = strided && same_tile<T, Acc>::value;
     const X& x;
     const T* data() const { return &x.at(0, 0); }
-    Acc get(int i, int j) const {
-        if (Trans) { const int t = i; i = j; j = t; }
-        if constexpr (strided) return cast<Acc>(data()[i * stride(0) + j * stride(1)]);
-        else return cast<Acc>(x.at(i * C + j, i * C + j));
-    }
+    Acc get(int i, int j) const { return cast<Acc>(Trans ? host_at(x, j, i) : host_at(x, i, j)); }
 };
 template <bool Trans, typename Acc, typename X> inline host_operand<X, Trans, Acc> host_operand_of(const X& x) { return {x}; }
 

@@ -152,7 +152,6 @@ def expression(op, located=None, args=None) -> str:
     return f"{b.cpp}({', '.join(args)})"
 
 
-
 def constant_trip(loop: ir.For) -> int:
     """The iterations of a ``for`` with constant integer bounds (0 where they are not constant)."""
     start, stop, step = loop.start, loop.stop, loop.step
@@ -161,6 +160,7 @@ def constant_trip(loop: ir.For) -> int:
         return 0
     a, b, c = int(start.const), int(stop.const), int(step.const)
     return len(range(a, b, c)) if c else 0
+
 
 class _Printer(LaneGrouping):
     def __init__(self, fn: ir.Function, sites=None, block=None, mathdx: bool = False, shared_limit: int = 0):

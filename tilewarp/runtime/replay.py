@@ -53,16 +53,13 @@ class Replay:
         if graph is _NEW:  # a new key: run it; the same key next time is captured
             graph = None
             body()
-        elif graph is None:  # (capturing records the launches without running them)
-            graph = self._capture(device, body)
+        else:
+            if graph is None:  # (capturing records the launches without running them)
+                graph = self._capture(device, body)
             if graph is False:  # it cannot be captured (a readback, the legacy stream): as it is
                 body()
             else:
                 capture_launch(graph)
-        elif graph is False:
-            body()
-        else:
-            capture_launch(graph)
         self._seen[key] = graph
         while len(self._seen) > self.KEEP:
             del self._seen[next(iter(self._seen))]

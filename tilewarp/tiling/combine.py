@@ -52,29 +52,16 @@ def combined_adjoint_loads(fn: ir.Function) -> dict:
     that gradient array (an MLP's weights, loaded whole by every block: one add per element and
     worker instead of one per block). Which offsets repeat is seen at run time
     (``tw::adj_load_combiner``)."""
-    if os.environ.get("TILEWARP_COMBINE_ATOMICS", "1") == "0":  # (for measurements)
-        return {}
-    params = {id(p) for p in fn.params if T.is_array(p.type) and not isinstance(p.type, T.IndexedArrayType)}
-    candidates, used = [], {}
-    for s in ir.walk(fn.body):
-        for v in statement_reads(s):
-            used[id(v)] = used.get(id(v), 0) + 1
-        if is_call(s, "tile_load") and id(s.op.args[0]) in params and s.dst is not None:
-            candidates.append(s)
-    per_array = {}
-    for s in candidates:
-        per_array.setdefault(id(s.op.args[0]), []).append(s)
-    slots = {}
-    for target, calls in per_array.items():
-        if used.get(target, 0) == len(calls):
-            for s in calls:
-                slots[id(s)] = len(slots)
-    return slots
+    def load(name, target, second):
+        return name == "tile_load"
+
+    return _combined(fn, load, results_read=True)
 
 
-def _combined(fn: ir.Function, candidate) -> dict:
+def _combined(fn: ir.Function, candidate, results_read: bool = False) -> dict:
     """The calls ``candidate(builtin name, target, second argument)`` accepts on an array parameter
-    of ``fn``, kept where ``_slots`` finds nothing could tell them combined."""
+    of ``fn``, kept where ``_slots`` finds nothing could tell them combined (``results_read``: the
+    calls' results may be read, as a load's are)."""
     if os.environ.get("TILEWARP_COMBINE_ATOMICS", "1") == "0":  # (for measurements)
         return {}
     params = {id(p) for p in fn.params if T.is_array(p.type) and not isinstance(p.type, T.IndexedArrayType)}
@@ -86,11 +73,12 @@ def _combined(fn: ir.Function, candidate) -> dict:
             target = s.op.args[0]
             if id(target) in params and candidate(s.op.builtin.name, target, s.op.args[1]):
                 candidates.append(s)
-    return _slots(candidates, used)
+    return _slots(candidates, used, results_read)
 
 
-def _slots(candidates, used) -> dict:
-    """The candidates on arrays read by them alone whose results nobody reads, numbered."""
+def _slots(candidates, used, results_read: bool = False) -> dict:
+    """The candidates on arrays read by them alone whose results nobody reads (or may be read),
+    numbered."""
     per_array = {}
     for s in candidates:
         per_array.setdefault(id(s.op.args[0]), []).append(s)
@@ -99,7 +87,7 @@ def _slots(candidates, used) -> dict:
         if used.get(target, 0) != len(calls):  # the array is read elsewhere
             continue
         for s in calls:
-            if s.dst is None or used.get(id(s.dst), 0) == 0:
+            if results_read or s.dst is None or used.get(id(s.dst), 0) == 0:
                 slots[id(s)] = len(slots)
     return slots
 
