@@ -112,6 +112,8 @@ struct cpu_task {
         c[0] = (int32_t)task;
         inner = c[last];
     }
+    // a one-dimensional launch's task: `last` is a constant 0 the inlined body folds on
+    explicit cpu_task(int64_t task) : linear(task), inner((int32_t)task), last(0), c{} {}
     operator int64_t() const { return linear; }
 };
 TW_FUNC int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }

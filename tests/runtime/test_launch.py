@@ -348,6 +348,39 @@ def test_many_launch_shapes():
     assert c.numpy()[0] == total + 9
 
 
+@wp.kernel
+def scatter_small(x: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64), seen: wp.array(dtype=int)):
+    i = wp.tid()
+    wp.atomic_add(out, i % 3, x[i])
+    seen[i] = i
+
+
+@wp.kernel
+def scatter_looped(x: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64), seen: wp.array(dtype=int)):
+    i = wp.tid()
+    for _k in range(int(x[i] > 2.0)):  # a loop: not a small body, the entry has no 1-d loop of its own
+        seen[i] = -1
+    wp.atomic_add(out, i % 3, x[i])
+    seen[i] = i
+
+
+@pytest.mark.parametrize("kernel", [scatter_small, scatter_looped], ids=["small", "looped"])
+@pytest.mark.parametrize("dim", [1, 5, 100_003, (317, 211)], ids=["one", "few", "split", "2d"])
+def test_small_and_looped_bodies_agree_with_numpy(kernel, dim):
+    """A small body's CPU entry runs one-dimensional launches in a loop of its own (the task number
+    is the coordinate): every task runs once, combined atomics sum every value, on any split of
+    the tasks over the workers, and a 2-d launch of the same kernel takes the rows' loop."""
+    n = int(np.prod(dim))
+    x = np.random.default_rng(n).random(n) * 4.0
+    out, seen = wp.zeros(3, dtype=wp.float64), wp.zeros(n, dtype=int)
+    wp.launch(kernel, dim=n, inputs=[wp.array(x, dtype=wp.float64), out, seen])
+    want = np.array([x[r::3].sum() for r in range(3)])
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-12)
+    np.testing.assert_array_equal(seen.numpy(), np.arange(n))
+    source = kernel.compiled(wp.get_device("cpu")).source
+    assert ("TW_KERNEL_ENTRY_SMALL(" in source) == (kernel is scatter_small)
+
+
 # ---- recorded launches ------------------------------------------------------------------------------------------
 
 

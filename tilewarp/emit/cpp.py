@@ -65,8 +65,31 @@ def emit_module(kernel: ir.Function, sites=None, block=None, mathdx: bool = Fals
                 f"// tilewarp: combined atomics {len(printer.combined)}",
                 f"// tilewarp: tile blocks per CUDA block {pack}", ""]
     else:
-        out += [f"TW_KERNEL_ENTRY({entry}, {printer.deferred})", ""]
+        small = "_SMALL" if small_body(kernel) else ""
+        out += [f"TW_KERNEL_ENTRY{small}({entry}, {printer.deferred})", ""]
     return "\n".join(out)
+
+
+SMALL_BODY = 24  # statements: where a task's loop overhead is a large share of its work
+
+
+def small_body(fn, budget: int = SMALL_BODY) -> bool:
+    """True where ``fn`` (with the functions it calls) is a few straight-line statements: its CPU
+    entry also gets a one-dimensional loop of its own (native/core/target.h TW_KERNEL_ENTRY_SMALL),
+    worth inlining the body twice only when the body is small."""
+    count = 0
+    for s in ir.walk(fn.body):
+        if isinstance(s, (ir.For, ir.While)):
+            return False
+        if isinstance(s, ir.Assign):
+            count += 1
+            if isinstance(s.op, ir.FuncCall):
+                if not small_body(s.op.func, budget - count):
+                    return False
+                count += sum(1 for _ in ir.walk(s.op.func.body))
+        if count > budget:
+            return False
+    return True
 
 
 def headers(functions) -> list:
