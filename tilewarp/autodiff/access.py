@@ -32,7 +32,7 @@ def param_access(fn: ir.Function) -> tuple:
     cached = getattr(fn, "_tw_access", None)
     if cached is not None:
         return cached
-    roots = {p: {k} for k, p in enumerate(fn.params) if _holds_arrays(p.type)}
+    roots = {p: {k} for k, p in enumerate(fn.params) if holds_arrays(p.type)}
     read, written = set(), set()
     for s in ir.walk(fn.body):
         if not isinstance(s, ir.Assign):
@@ -54,18 +54,18 @@ def param_access(fn: ir.Function) -> tuple:
             if writes_array(name):
                 written |= first
             sources = set().union(*(roots.get(a, set()) for a in op.args))
-        if s.dst is not None and _holds_arrays(s.dst.type) and sources:  # a view, a struct field...
+        if s.dst is not None and holds_arrays(s.dst.type) and sources:  # a view, a struct field...
             roots.setdefault(s.dst, set()).update(sources)
     fn._tw_access = (frozenset(read), frozenset(written))
     return fn._tw_access
 
 
-def _holds_arrays(t) -> bool:
+def holds_arrays(t) -> bool:
     if T.is_array(t):
         return True
     if isinstance(t, T.TupleType):
-        return any(_holds_arrays(e) for e in t.types)
-    return T.is_struct(t) and any(_holds_arrays(f) for f in t._tw_fields_.values())
+        return any(holds_arrays(e) for e in t.types)
+    return T.is_struct(t) and any(holds_arrays(f) for f in t._tw_fields_.values())
 
 
 def own_element_arrays(fn: ir.Function) -> dict:

@@ -13,6 +13,7 @@ exact gradients, not Warp's silent zeros.
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 
 from ..language import types as T
@@ -23,6 +24,7 @@ from ..errors import AutodiffError
 from ..ir import nodes as ir
 from ..language import names
 from .cpp import cpp_type, expression, headers, ref
+from .replay_needs import CHECKPOINT, DECLARATION, needed_values, prunable
 from ..language import structs
 from ..autodiff.prepare import prepare
 from ..tiling.lanes import uses_tiles
@@ -53,9 +55,43 @@ class AdjointPrinter:
         self.scratch = 0
         # arrays each thread reads only at its own index: their gradients need no atomics
         self.own = own_element_arrays(prep.fn) if prep.fn.is_kernel else {}
+        self.needed = None  # ids of the values the reverse pass needs (None: replay everything)
+        self.tags, self.owner = None, None  # while probing (replay_needs.py): line number -> what printed it
 
     def line(self, text: str):
+        if self.tags is not None and self.owner is not None:
+            self.tags[len(self.lines)] = self.owner
         self.lines.append("    " * self.depth + text)
+
+    def owned(self, owner, emit, *args):
+        """``emit(*args)`` with its lines tagged ``owner`` while probing."""
+        outer, self.owner = self.owner, owner
+        try:
+            emit(*args)
+        finally:
+            self.owner = outer
+
+    def find_needed(self):
+        """Print the body once, tagged, on a copy of this printer, and keep the values the reverse
+        pass needs (replay_needs.py): the printing that follows leaves out the rest of the replay."""
+        probe = copy.copy(self)
+        for name, value in vars(self).items():  # its own containers: this printer's stay untouched
+            if isinstance(value, (list, dict, set)):
+                setattr(probe, name, type(value)(value))
+        probe.lines, probe.tags, probe.needed = [], {}, None
+        probe.owned(DECLARATION, probe.declarations)
+        probe.body()
+        self.needed = needed_values(probe.lines, probe.tags, self.prep.values)
+
+    def carried(self, s) -> tuple:
+        """The loop's carried values its checkpoints keep: those the reverse pass needs."""
+        return tuple(c for c in s.carried if self.needed is None or id(c) in self.needed)
+
+    def replay_one(self, s):
+        if not prunable(s):
+            getattr(self, "replay_" + type(s).__name__)(s)
+        elif self.needed is None or id(s.dst) in self.needed:
+            self.owned(s, self.replay_Assign, s)
 
     def lv(self, k: int, what: str) -> str:
         """The name of loop k's counter (``n``) or checkpoints (``rewind``)."""
@@ -74,9 +110,9 @@ class AdjointPrinter:
                                     "replay their stores (launch with enable_backward=False)", s.loc)
             if isinstance(s, (ir.For, ir.While)):
                 k = self.loop_ids.setdefault(id(s), len(self.loop_ids))
-                members = " ".join(f"{cpp_type(c.type)} m{i};" for i, c in enumerate(s.carried))
+                members = " ".join(f"{cpp_type(c.type)} m{i};" for i, c in enumerate(self.carried(s)))
                 self.line(f"int64_t L{k}_n = 0;")
-                if s.carried:
+                if self.carried(s):
                     self.line(f"struct L{k}_state {{ {members} }};")
                     self.line(f"tw::rewind_t<L{k}_state, {REWIND_CAP}, {REWIND_LEVELS}> L{k}_rewind;")
 
@@ -88,6 +124,7 @@ class AdjointPrinter:
 
     def function(self) -> list:
         f = self.prep.fn
+        self.find_needed()
         self.lines.append(f"// adjoint of func {f.name}")
         self.lines.append(adjoint_signature(f) + " {")
         self.declarations()
@@ -105,6 +142,7 @@ class AdjointPrinter:
 
     def kernel(self, args_struct: str, body_name: str, param_names) -> list:
         f = self.prep.fn
+        self.find_needed()
         self.lines.append(f"// backward of kernel {f.name}")
         index = f"TW_TASK task, {self.deferred}&" if self.index == "task" else f"int64_t block, {self.deferred}& tw_deferred"
         self.lines.append(f"TW_FORCEINLINE TW_FUNC void {body_name}(const {args_struct}& args, {index}) {{")
@@ -124,7 +162,7 @@ class AdjointPrinter:
 
     def replay(self, stmts):
         for s in stmts:
-            getattr(self, "replay_" + type(s).__name__)(s)
+            self.replay_one(s)
 
     def replay_Assign(self, s: ir.Assign):
         op = s.op
@@ -187,7 +225,7 @@ class AdjointPrinter:
         self.iteration(s, k, reset, ends)
 
     def state(self, s, k) -> str:
-        return f"L{k}_state{{{', '.join(self.carried_value(c) for c in s.carried)}}}"
+        return f"L{k}_state{{{', '.join(self.carried_value(c) for c in self.carried(s))}}}"
 
     def carried_value(self, c) -> str:
         """A loop-carried value as a checkpoint stores it."""
@@ -198,13 +236,13 @@ class AdjointPrinter:
         return f"{names.value(c)} = {member};"
 
     def save_entry(self, s, k):
-        if s.carried:
-            self.line(f"{self.lv(k, 'rewind')}.start({self.state(s, k)});")
+        if self.carried(s):
+            self.owned(CHECKPOINT, self.line, f"{self.lv(k, 'rewind')}.start({self.state(s, k)});")
         self.line(f"{self.lv(k, 'n')} = 0;")
 
     def iteration(self, s, k, reset, ends):
-        if s.carried:
-            self.line(f"    {self.lv(k, 'rewind')}.record({self.state(s, k)}, {self.lv(k, 'n')});")
+        if self.carried(s):
+            self.owned(CHECKPOINT, self.line, f"    {self.lv(k, 'rewind')}.record({self.state(s, k)}, {self.lv(k, 'n')});")
         if reset:
             self.line(f"    {reset}")
         self.nested(self.replay, s.body)
@@ -212,7 +250,7 @@ class AdjointPrinter:
         if ends:
             self.line(f"    if ({' || '.join(names.value(f) for f in ends)}) break;")
         self.line("}")
-        if s.carried:
+        if self.carried(s):
             self.line(f"{self.lv(k, 'rewind')}.finish({self.lv(k, 'n')});")
 
     # ---- reverse ----------------------------------------------------------------------------------
@@ -317,17 +355,18 @@ class AdjointPrinter:
         self.replay(s.body)
         self.depth -= 1
         self.line("};")
-        if s.carried:
-            sets = " ".join(self.carried_restore(c, f"st.m{i}") for i, c in enumerate(s.carried))
-            self.line(f"auto L{k}_get = [&]() {{ return {self.state(s, k)}; }};")
-            self.line(f"auto L{k}_set = [&](const L{k}_state& st) {{ {sets} }};")
+        carried = self.carried(s)
+        if carried:
+            sets = " ".join(self.carried_restore(c, f"st.m{i}") for i, c in enumerate(carried))
+            self.owned(CHECKPOINT, self.line, f"auto L{k}_get = [&]() {{ return {self.state(s, k)}; }};")
+            self.owned(CHECKPOINT, self.line, f"auto L{k}_set = [&](const L{k}_state& st) {{ {sets} }};")
         self.line(f"for (int64_t L{k}_j = {self.lv(k, 'n')} - 1; L{k}_j >= 0; --L{k}_j) {{")
-        if s.carried:
+        if carried:
             self.line(f"    {self.lv(k, 'rewind')}.restore(L{k}_j, L{k}_get, L{k}_set, L{k}_step);")
         self.line(f"    L{k}_step(L{k}_j);")
         self.nested(self.reverse, s.body)
         self.line("}")
-        if s.carried:  # the carried values as they entered the loop, for what precedes it
+        if carried:  # the carried values as they entered the loop, for what precedes it
             self.line(f"L{k}_set({self.lv(k, 'rewind')}.entry);")
         self.depth -= 1
         self.line("}")

@@ -203,9 +203,9 @@ class BlockAdjointPrinter(LaneGrouping, AdjointPrinter):
             self.lane_loops.add(k)
         wrap = (lambda t, n: f"TW_VARYING({n}, {t});") if lane else (lambda t, n: f"{t} {n}{{}};")
         self.line(wrap("int64_t", f"L{k}_n"))
-        if s.carried:  # tiles are checkpointed as the register copy each thread owns
+        if self.carried(s):  # tiles are checkpointed as the register copy each thread owns
             members = " ".join(f"{tile_cpp(c.type, False) if T.is_tile(c.type) else c.type._cpp_} m{i};"
-                               for i, c in enumerate(s.carried))
+                               for i, c in enumerate(self.carried(s)))
             self.line(f"struct L{k}_state {{ {members} }};")
             self.line(wrap(f"tw::rewind_t<L{k}_state, {REWIND_CAP}, {REWIND_LEVELS}>", f"L{k}_rewind"))
 
@@ -217,7 +217,7 @@ class BlockAdjointPrinter(LaneGrouping, AdjointPrinter):
     # ---- replay and reverse, grouped into lane sections ------------------------------------------
 
     def replay(self, stmts):
-        self.grouped(stmts, lambda s: getattr(self, "replay_" + type(s).__name__)(s))
+        self.grouped(stmts, self.replay_one)
 
     def reverse(self, stmts):
         self.grouped(stmts, lambda s: getattr(self, "reverse_" + type(s).__name__)(s), reverse=True)
