@@ -1,10 +1,13 @@
 """Where a gallery example's frame goes, part by part, under tilewarp and under warp-lang.
 
-    python -m benchmarks.example_parts [--device cuda:0] [--modules tilewarp,warp] [--example mesh_collision|tile_mlp]
+    python -m benchmarks.example_parts [--device cuda:0] [--modules tilewarp,warp]
+        [--example mesh_collision|tile_mlp|tile_nbody]
 
 mesh_collision: the frame's substeps with only the hash-grid builds, only the step launches, and
 both (the example's frame). tile_mlp: one training iteration's forward launch, forward and
-Tape.backward, the Adam launches, and the whole iteration. Host wall time with the device
+Tape.backward, the Adam launches, and the whole iteration. tile_nbody: the tiled accelerations
+kernel against a plain per-thread kernel of the same float32 arithmetic over the same stars (the
+issue's yardstick on the CPU, where Warp runs one lane a block), and the step. Host wall time with the device
 synchronised after each part, the median of 20 repeats; and the device time of one repeat's
 launches by CUDA events.
 """
@@ -55,7 +58,38 @@ def _tile_mlp_parts(mod, ex, device):
             ("iteration", ex.train_step))
 
 
-PARTS = {"mesh_collision": _mesh_collision_parts, "tile_mlp": _tile_mlp_parts}
+def _plain_nbody(wp):
+    @wp.kernel
+    def plain_accelerations(x: wp.array(dtype=wp.vec3), mass: float, softening2: float, a: wp.array(dtype=wp.vec3)):
+        i = wp.tid()
+        xi = x[i]
+        acc = wp.vec3()
+        for j in range(x.shape[0]):
+            d = x[j] - xi
+            r2 = wp.length_sq(d) + softening2
+            acc += d / (r2 * wp.sqrt(r2))
+        a[i] = mass * acc
+
+    return plain_accelerations
+
+
+def _tile_nbody_parts(mod, ex, device):
+    wp = mod.wp
+    plain = _plain_nbody(wp)
+    out = wp.zeros_like(ex.a)
+
+    def per_thread():
+        wp.launch(plain, dim=ex.num_bodies, device=device, inputs=[ex.x, ex.mass, ex.softening**2], outputs=[out])
+
+    per_thread()
+    ex.compute_accelerations()
+    a, b = ex.a.numpy(), out.numpy()
+    assert abs(a - b).max() <= 1e-4 * abs(b).max(), "the two kernels disagree"
+    return (("tiled accelerations", ex.compute_accelerations), ("plain accelerations", per_thread),
+            ("step", ex.step))
+
+
+PARTS = {"mesh_collision": _mesh_collision_parts, "tile_mlp": _tile_mlp_parts, "tile_nbody": _tile_nbody_parts}
 
 
 def _child(example: str, device: str, frames: int) -> None:
@@ -74,7 +108,7 @@ def _child(example: str, device: str, frames: int) -> None:
             fn()
             wp.synchronize_device(device)
             times.append(time.perf_counter() - t0)
-        line = f"{name:17s} host {statistics.median(times) * 1e3:8.3f} ms"
+        line = f"{name:19s} host {statistics.median(times) * 1e3:8.3f} ms"
         if device.startswith("cuda"):
             start, end = wp.Event(device, enable_timing=True), wp.Event(device, enable_timing=True)
             stream = wp.get_stream(device)

@@ -8,6 +8,8 @@ as register tiles or as shared tiles at their planned offsets (``tiling/storage.
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 
 from ..language import types as T
@@ -269,6 +271,59 @@ class LaneGrouping:
             body = self.fn.body if hasattr(self, "fn") else self.prep.body
             flag = self._lane_returns = any(isinstance(x, ir.Return) for x in ir.walk(body))
         return flag
+
+
+_MARK = re.compile(r"^\s*(TW_LANES_BEGIN|TW_LANES_PARTIAL|TW_LANES_END)\s*$")
+
+
+def localise_lane_values(lines: list, fn: ir.Function, lanes: Lanes) -> list:
+    """``lines`` of a block kernel with each per-lane value that lives within one lane section
+    declared inside that section, a plain local of the lane loop's body, instead of an array over
+    the block's lanes (TW_VARYING). On the CPU one thread runs every lane: an array entry is
+    memory, stored and read back by each statement, and the lane loop over vec3 entries does not
+    vectorise; a local stays in registers (the tile N-body's inner loop is six such values). A
+    value qualifies when every line naming it, its declaration aside, lies in one section (both of
+    its printings) and no uniform loop carries it (it must outlive the section's run)."""
+    section, opens = [None] * len(lines), {}  # line -> its section; a section's marks -> its number
+    number, inside = -1, False
+    for k, text in enumerate(lines):
+        m = _MARK.match(text)
+        if m and m.group(1) == "TW_LANES_END":
+            inside = False
+        elif m:  # BEGIN opens a section's full-block printing, PARTIAL its last block's
+            number += m.group(1) == "TW_LANES_BEGIN"
+            inside, opens[k] = True, number
+        elif inside:
+            section[k] = number
+    carried = {id(c) for s in ir.walk(fn.body) if isinstance(s, (ir.For, ir.While)) and id(s) not in lanes.lane
+               for c in s.carried}
+    by_name = {names.raw(v): v for v in fn.values if id(v) in lanes.varying and id(v) not in carried}
+    declared, where = {}, {}
+    for k, text in enumerate(lines):
+        for name in set(_WORD.findall(text)) & by_name.keys():
+            if text.strip() == f"TW_VARYING({name}, {by_name[name].type._cpp_});":
+                declared[k] = name
+            else:
+                where.setdefault(name, set()).add(section[k])
+    local = {name: w.pop() for name, w in where.items()
+             if name in declared.values() and len(w) == 1 and None not in w}
+    if not local:
+        return lines
+    out = []
+    for k, text in enumerate(lines):
+        if declared.get(k) in local:
+            continue
+        if section[k] is not None:
+            for name in local:
+                text = text.replace(f"TW_L({name})", name)
+        out.append(text)
+        if k in opens:  # each printing of a section declares its locals first
+            indent = text[:len(text) - len(text.lstrip())] + "    "
+            out += [f"{indent}{by_name[name].type._cpp_} {name}{{}};" for name, at in local.items() if at == opens[k]]
+    return out
+
+
+_WORD = re.compile(r"\bv\d+\w*")
 
 
 def _check_lane_returns(stmts, in_loop):
