@@ -277,3 +277,40 @@ def test_launch_coordinates_divide_by_the_hosts_reciprocals(device):
         i, j, k = np.meshgrid(*(np.arange(d) for d in dims), indexing="ij")
         np.testing.assert_array_equal(out.numpy(), i * 10000 + j * 100 + k)
         assert total.numpy()[0] == k.sum()
+
+
+TILE_NB = 32
+
+
+@wp.kernel
+def pulls(x: wp.array(dtype=wp.vec3), soft2: float, a: wp.array(dtype=wp.vec3)):
+    block, lane = wp.tid()
+    i = block * TILE_NB + lane
+    xi = x[i]
+    acc = wp.vec3()
+    for batch in range(x.shape[0] // TILE_NB):
+        stars = wp.tile_load(x, shape=TILE_NB, offset=batch * TILE_NB, storage="shared")
+        for j in range(TILE_NB):
+            d = stars[j] - xi  # d, r2 and the pull live within one lane section: locals of the lane loop
+            r2 = wp.length_sq(d) + soft2
+            acc += d / (r2 * wp.sqrt(r2))
+    a[i] = acc
+
+
+@pytest.mark.parametrize("n", [TILE_NB, 4 * TILE_NB])
+def test_section_local_lane_values_match_numpy(n):
+    """Per-lane temporaries of one lane section are plain locals in the generated code (not arrays
+    over the lanes), and the N-body pulls they compute match float64 NumPy's."""
+    x = np.random.default_rng(n).standard_normal((n, 3)).astype(np.float32)
+    a = wp.zeros(n, dtype=wp.vec3)
+    wp.launch_tiled(pulls, dim=[n // TILE_NB], inputs=[wp.array(x, dtype=wp.vec3), 0.01], outputs=[a],
+                    block_dim=TILE_NB)
+    d = x[None, :, :].astype(np.float64) - x[:, None, :]
+    r2 = (d * d).sum(-1) + 0.01
+    want = (d / (r2 * np.sqrt(r2))[..., None]).sum(1)
+    np.testing.assert_allclose(a.numpy(), want, rtol=2e-4, atol=2e-4)
+    from tilewarp.emit.block import BlockShape
+
+    source = pulls.compiled(wp.get_device("cpu"), BlockShape(TILE_NB)).source
+    assert source.count("TW_VARYING(") >= 3  # i, xi, acc: they cross sections
+    assert "tw::vec_t<3, float> v" in source.split("TW_LANES_BEGIN", 3)[3]  # d, declared in its section
