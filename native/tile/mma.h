@@ -4,8 +4,9 @@
 // otherwise): row-major shared tiles, a multiple of a warp of threads, and
 //   * float16 A and B, float32 (or float16) out: mma.m16n8k16 (HMMA), products exact in float32,
 //     summed in float32 - M % 16, N % 8, K % 16 == 0;
-//   * float64 throughout: mma.m8n8k4 (DMMA), each step an IEEE fused multiply-add -
-//     M % 8, N % 8, K % 4 == 0.
+//   * float64 throughout (DMMA), each step an IEEE fused multiply-add - M % 8, N % 8, K % 4 == 0:
+//     outputs of 16-column or 16-row multiples in dmma.h's warp tiles (Hopper's m16n8k8,
+//     conflict-free reads of swizzled operands), others in m8n8k4 tiles here.
 // Each warp owns whole warp tiles of the output (several mma tiles, so every fragment it reads
 // from shared memory feeds more than one mma) and keeps their accumulators in registers for the
 // whole K loop; out = alpha * acc + beta * c is written once at the end.
@@ -16,6 +17,7 @@
 #pragma once
 #include "tile.h"
 #include "wgmma.h"
+#include "dmma.h"
 
 namespace tw {
 namespace detail {
@@ -39,11 +41,16 @@ template <typename D, typename A, typename B, typename C> struct mma_operands {
                                         same_tile<typename D::value_type, float>::value)) &&
                                       same_tile<typename C::value_type, typename D::value_type>::value;
     static constexpr bool f16 = layout && f16_types && M % 16 == 0 && N % 8 == 0 && K % 16 == 0;
-    static constexpr bool f64 = layout && same_tile<typename A::value_type, double>::value &&
-                                same_tile<typename B::value_type, double>::value &&
-                                same_tile<typename D::value_type, double>::value &&
-                                same_tile<typename C::value_type, double>::value && M % 8 == 0 &&
-                                N % 8 == 0 && K % 4 == 0;
+    // float64 operands (of dmma.h's products they may be swizzled) and sums: dmma; f64 also
+    // asks for shared row-major out and c (a register accumulator is an mtile)
+    static constexpr bool dmma = A::threads % 32 == 0 && M % 8 == 0 && N % 8 == 0 && K % 4 == 0 &&
+                                 (N % 16 == 0 ? dmma_operand<A>::value && dmma_operand<B>::value  // (transposed)
+                                              : is_rowmajor_shared<A>::value && is_rowmajor_shared<B>::value) &&
+                                 same_tile<typename A::value_type, double>::value &&
+                                 same_tile<typename B::value_type, double>::value &&
+                                 same_tile<typename D::value_type, double>::value &&
+                                 same_tile<typename C::value_type, double>::value;
+    static constexpr bool f64 = dmma && is_rowmajor_shared<D>::value && is_rowmajor_shared<C>::value;
 };
 
 #if TW_IS_CUDA
@@ -163,7 +170,9 @@ template <int Extent, int Unit, int Most> struct warp_tiles {
 };
 template <int Extent, int Unit> struct warp_tiles<Extent, Unit, 1> { static constexpr int value = 1; };
 
-// Warp tiling of an M x N output: Kind 1 = m16n8k16 (float16 operands), 2 = m8n8k4 (float64).
+// Warp tiling of an M x N output: Kind 1 = m16n8k16 (float16 operands), 2 = m8n8k4 (float64 of
+// 8-row multiples; of whole 16-row or 16-column blocks: dmma.h's dmma_tiling, see dmma16).
+template <int Kind, int M, int N> struct dmma16 { static constexpr bool value = Kind == 2 && dmma_shape<M, N>::value; };
 template <int Kind, int M, int N> struct mma_tiling {
     static constexpr int TM = Kind == 1 ? warp_tiles<M, 16, 2>::value : warp_tiles<M, 8, 4>::value;
     static constexpr int TN = Kind == 1 ? warp_tiles<N, 8, 4>::value : warp_tiles<N, 8, 2>::value;
@@ -309,6 +318,7 @@ template <typename A, typename B> TW_FUNC void matmul_simt(float* acc, const A& 
 #if TW_IS_CUDA
 // The output element a thread's accumulator `slot` holds (slots numbered as matmul_hmma/dmma do).
 template <int Kind, int M, int N, int P> TW_FUNC int mma_element(int slot) {
+    if constexpr (dmma16<Kind, M, N>::value) return dmma_element<M, N, P>(slot);
     typedef mma_tiling<Kind, M, N> L;
     const int lane = lane_index() & 31, g = lane >> 2, t = lane & 3;
     const int w = (lane_index() >> 5) + (slot / L::per_tile) * (P / 32), s = slot % L::per_tile;
@@ -340,7 +350,10 @@ template <typename T, typename S, int P, int Kind, int WN = 0> struct mtile {
     // accumulator layouts, quads in kind 4's (simt_element)
     static constexpr int run = TW_IS_CUDA ? (Kind == 4 ? 4 : 2) : 1;
 #if TW_IS_CUDA
-    static_assert(Kind >= 3 || detail::mma_tiling<Kind, S::extent(0), S::extent(1)>::tiles % (P / 32) == 0,
+    static_assert(Kind >= 3 ||
+                      (detail::dmma16<Kind, S::extent(0), S::extent(1)>::value
+                           ? detail::dmma_tiling<S::extent(0), S::extent(1), P>::tiles % (P / 32) == 0
+                           : detail::mma_tiling<Kind, S::extent(0), S::extent(1)>::tiles % (P / 32) == 0),
                   "every warp owns as many warp tiles");
     TW_FUNC static int element(int r) {
         if constexpr (Kind == 3) return detail::wg_element<S::extent(0), S::extent(1), P, WN>(r);
@@ -443,9 +456,9 @@ TW_FUNC bool tile_matmul_mma(D& out, const A& a, const B& b, const C& c, S alpha
         if (!Async) block_sync();  // (Async: their buffers' refill syncs first)
         return true;
     } else if constexpr (is_mtile<D>::value) {  // the sums stay in registers
-        static_assert(same_tile<D, C>::value && is_rowmajor_shared<A>::value && is_rowmajor_shared<B>::value &&
-                          (same_tile<T, double>::value ? same_tile<typename A::value_type, double>::value
-                                                       : op::f16_types),
+        static_assert(same_tile<D, C>::value &&
+                          (same_tile<T, double>::value ? op::dmma
+                                                       : is_rowmajor_shared<A>::value && is_rowmajor_shared<B>::value && op::f16_types),
                       "a register accumulator takes tensor-core products of shared tiles");
         typedef mma_tiling<(same_tile<T, double>::value ? 2 : 1), op::M, op::N> L;
         if (!Async) block_sync();  // the operands were just written
@@ -453,7 +466,8 @@ TW_FUNC bool tile_matmul_mma(D& out, const A& a, const B& b, const C& c, S alpha
         auto done = [&](int s, Acc v) {
             out.data[s] = cast<T>(alpha == S(1) ? v : beta == S(0) ? (Acc)alpha * v : (Acc)alpha * v + (Acc)beta * (Acc)c.data[s]);
         };
-        if constexpr (same_tile<T, double>::value) matmul_dmma<L::TM, L::TN>(a, b, init, done);
+        if constexpr (dmma16<D::kind, op::M, op::N>::value) matmul_dmma16(a, b, init, done);
+        else if constexpr (same_tile<T, double>::value) matmul_dmma<L::TM, L::TN>(a, b, init, done);
         else matmul_hmma<L::TM, L::TN>(a, b, init, done);
         if (!Async) block_sync();  // the operands may be rewritten next
         return true;
@@ -472,7 +486,8 @@ TW_FUNC bool tile_matmul_mma(D& out, const A& a, const B& b, const C& c, S alpha
             if (beta != S(0)) r += (Acc)beta * (Acc)c.at(e, e);
             out.at(e, e) = cast<T>(r);
         };
-        if constexpr (kind == 2) matmul_dmma<L::TM, L::TN>(a, b, init, done);
+        if constexpr (dmma16<kind, op::M, op::N>::value) matmul_dmma16(a, b, init, done);
+        else if constexpr (kind == 2) matmul_dmma<L::TM, L::TN>(a, b, init, done);
         else matmul_hmma<L::TM, L::TN>(a, b, init, done);
         block_sync();
         return true;

@@ -83,7 +83,8 @@ template <typename S> struct layout<S, contiguous_t> {
 // row-major, and within a strip the 16-byte pieces of a row permuted by an XOR with bits of the
 // row's byte address (the PTX ISA's Swizzle<B,4,3>): tensor-core reads and the 16-byte cp.async
 // writes of consecutive rows then fall in different banks. Positions have no strides, so no view
-// is ever taken of such a tile (block/storage.py).
+// is ever taken of such a tile (tiling/storage.py). float64 operands of mma.sync products take
+// W = 16 (128-byte strip rows, pieces XORed with the row % 8), read as dmma.h describes.
 template <int W, int E> struct swizzled_t {};
 template <typename S, int W, int E> struct layout<S, swizzled_t<W, E>> {
     static_assert(S::ndim == 2 && S::extent(1) % W == 0 && S::extent(0) % 8 == 0, "whole strips of 8-row groups");

@@ -3,8 +3,8 @@
 The kernel is the tiles chapter's GEMM (a K loop of tile_load + tile_matmul accumulating into a
 tile, then tile_store), built per (tile shape, dtypes, block_dim). On CUDA the shapes here take the
 tensor-core paths of native/tile/mma.h where they apply (float16 operands with float32 or float16
-sums: mma.m16n8k16; float64: mma.m8n8k4) and the portable loop elsewhere (odd shapes, float32);
-CI compiles every one of them for sm_90 through NVRTC.
+sums: mma.m16n8k16; float64: dmma.h's m16n8k8, or mma.m8n8k4 for 8-row multiples) and the portable
+loop elsewhere (odd shapes, float32); CI compiles every one of them for sm_90 through NVRTC.
 """
 from __future__ import annotations
 
@@ -110,6 +110,7 @@ def test_tile_gemm(device, rng, tm, tn, tk, ab, acc, block_dim):
     (32, 64, 16, "float16", "float32", 64, 1),            # 2 warps, two warp tiles each
     (32, 16, 16, "float16", "float16", 32, 1),
     (32, 32, 8, "float64", "float64", 64, 2),
+    (64, 64, 32, "float64", "float64", 128, 2),           # float64: dmma.h's swizzled operands
     (64, 64, 32, "bfloat16", "float32", 128, "3, 64"),    # bfloat16 operands: the same paths
     (32, 64, 16, "bfloat16", "float32", 64, 1),
     (64, 64, 32, "float32", "float32", 128, 4),           # float32: 4 x 8 outputs a thread
@@ -125,7 +126,8 @@ def test_gemm_with_register_accumulator(device, rng, tm, tn, tk, ab, acc, block_
     fn = mod.gemm.ir_for(block_dim)
     kinds, swizzled = accumulators(fn, block_dim)
     assert set(kinds.values()) == {kind}
-    assert len(swizzled) == (2 if isinstance(kind, str) else 0)  # wgmma operands only
+    whole_strips = ab == "float64" and tm % 16 == tn % 16 == tk % 16 == 0
+    assert len(swizzled) == (2 if isinstance(kind, str) or whole_strips else 0)  # wgmma / dmma.h operands
     bm, bn, kt = 2, 3, 5
     m, n, k = bm * tm, bn * tn, kt * tk
     (a, wa), (b, wb) = _operand(rng, (m, k), ab, device), _operand(rng, (k, n), ab, device)
@@ -153,7 +155,7 @@ def product(a: wp.array2d(dtype=wp.float64), b: wp.array2d(dtype=wp.float64), c:
 
 
 def test_tile_matmul_gradient_float64(device, rng):
-    """The tensor-core forward (float64: mma.m8n8k4 on CUDA) with the exact adjoint: dA = alpha G B^T,
+    """The tensor-core forward (float64: dmma.h's m16n8k8 on CUDA) with the exact adjoint: dA = alpha G B^T,
     dB = alpha A^T G, against the analytic gradient of a weighted sum."""
     mod = load_module(GRAD, "tilewarp")
     a = wp.array(rng.standard_normal((16, 8)), dtype=wp.float64, device=device, requires_grad=True)

@@ -28,7 +28,7 @@ class Storage:
     views: dict = field(default_factory=dict)  # id(view) -> its element strides in its root's memory
     roots: dict = field(default_factory=dict)  # id(view) -> id of the tile owning the memory
     mma: dict = field(default_factory=dict)    # id(tile) -> mtile's template arguments after the threads
-    swizzled: dict = field(default_factory=dict)  # id(tile) -> (strip columns, element bytes): wgmma operands
+    swizzled: dict = field(default_factory=dict)  # id(tile) -> (strip columns, element bytes): wgmma, DMMA operands
     pipelined: dict = field(default_factory=dict)  # id(loop) -> prefetch.Pipelined: loads issued ahead
     buffers: dict = field(default_factory=dict)    # id(tile) -> (stages, byte stride) of a prefetched tile
 
@@ -204,6 +204,9 @@ def _mma_kind(op, threads: int) -> int:
         (a.dtype is b.dtype is T.bfloat16 and c.dtype is T.float32)
     if halves and m % 16 == 0 and n % 8 == 0 and k % 16 == 0:
         kind, tiles = 1, (m // (16 * _warp_tiles(m, 16, 2))) * (n // (8 * _warp_tiles(n, 8, 4)))
+    elif a.dtype is b.dtype is c.dtype is T.float64 and (n % 16 == 0 or m % 16 == 0) and m % 8 == 0 \
+            and n % 8 == 0 and k % 4 == 0:  # (dmma.h)
+        return 2 if threads % 32 == 0 and _dmma_tiles(m, n, threads // 32)[2] else 0
     elif a.dtype is b.dtype is c.dtype is T.float64 and m % 8 == 0 and n % 8 == 0 and k % 4 == 0:
         kind, tiles = 2, (m // (8 * _warp_tiles(m, 8, 4))) * (n // (8 * _warp_tiles(n, 8, 2)))
     elif a.dtype is b.dtype is c.dtype is T.float32:  # kind 4: RM x 8 outputs a thread (mma.h simt_tiling)
@@ -212,6 +215,33 @@ def _mma_kind(op, threads: int) -> int:
     else:
         return 0
     return kind if threads % 32 == 0 and tiles % (threads // 32) == 0 else 0
+
+
+def _dmma_tiles(m: int, n: int, warps: int) -> tuple:
+    """(TM, TN, even) of native/tile/dmma.h's float64 warp tiles over an m x n output on ``warps``
+    warps: TM x TN blocks of 8 x 16 outputs where n % 16 == 0 (its transposed path), else of 16 x 8
+    (m % 16 == 0). dmma_pick, which this mirrors: the most blocks a tile (at most 16), then the fewest
+    operand words a k step reads, then the tallest, among the tilings whose tiles the warps share
+    evenly (``even``), else among all."""
+    bm, bn, most_m, most_n = (8, 16, 8, 4) if n % 16 == 0 else (16, 8, 4, 8)
+    for even in (True, False):
+        for area in (16, 8, 4, 2, 1):
+            fits = [(bm * tm + bn * (area // tm), -tm) for tm in (8, 4, 2, 1) if tm <= most_m and area % tm == 0
+                    and area // tm <= most_n and m % (bm * tm) == 0 and n % (bn * (area // tm)) == 0
+                    and not (even and ((m // (bm * tm)) * (n // (bn * (area // tm)))) % max(warps, 1))]
+            if fits:
+                tm = -min(fits)[1]
+                return tm, area // tm, even
+    return 1, 1, False
+
+
+def _dmma_swizzles(s) -> bool:
+    """Whether the operands of a float64 product (statement ``s``) take the swizzled layout of
+    dmma.h's transposed path (16-column strips, tile.h swizzled_t<16, 8>): whole strips and 8-row
+    groups (m % 8, k % 16, n % 16 == 0)."""
+    a, b, c = s.op.args[0].type, s.op.args[1].type, s.dst.type
+    m, k, n = a.shape[0], a.shape[1], b.shape[1]
+    return a.dtype is b.dtype is c.dtype is T.float64 and m % 8 == 0 and k % 16 == 0 and n % 16 == 0
 
 
 def _wgmma_columns(op, threads: int) -> int:
@@ -236,15 +266,29 @@ def _strip(columns: int) -> int:
 
 
 def _wgmma_matmuls(stmts, threads: int) -> dict:
-    """id(stmt) -> warpgroup columns for the matmuls that take wgmma: besides the shapes, each operand
-    must be made only by tile_load and used only as an operand of such matmuls (its swizzled layout
-    has no strides, so no view or other reader may see it)."""
+    """id(stmt) -> warpgroup columns for the matmuls that take wgmma (``_swizzled_operands``)."""
     cand = {}
     for s in stmts:
         if isinstance(s.op, ir.Call) and s.op.builtin.name == "tile_matmul" and s.op.template[2]:
             wn = _wgmma_columns(s.op, threads)
             if wn and s.dst.type == s.op.args[2].type:
                 cand[id(s)] = wn
+    return _swizzled_operands(stmts, cand)
+
+
+def _dmma_matmuls(stmts, threads: int) -> dict:
+    """id(stmt) -> True for the float64 products whose operands take dmma.h's swizzled layout
+    (``_dmma_swizzles``, ``_swizzled_operands``): whether their output stays in registers or not,
+    the tensor-core path reads them (mma.h)."""
+    cand = {id(s): True for s in stmts if isinstance(s.op, ir.Call) and s.op.builtin.name == "tile_matmul"
+            and threads % 32 == 0 and s.dst is not None and _dmma_swizzles(s)}
+    return _swizzled_operands(stmts, cand)
+
+
+def _swizzled_operands(stmts, cand: dict) -> dict:
+    """The candidate matmuls (id(stmt) -> anything) that keep it where each operand is made only by
+    tile_load and used only as an operand of candidates (a swizzled layout has no strides, so no view
+    or other reader may see it)."""
     made, read = {}, {}
     for s in stmts:
         if s.dst is not None:
@@ -264,7 +308,8 @@ def _wgmma_matmuls(stmts, threads: int) -> dict:
 
 
 def accumulators(fn: ir.Function, threads: int) -> tuple:
-    """(id(tile) -> mtile's kind arguments, id(tile) -> swizzle of the wgmma operands) for the tiles
+    """(id(tile) -> mtile's kind arguments, id(tile) -> swizzle (strip columns, element bytes) of the
+    operands of wgmma and of float64 tensor-core products) for the tiles
     that can live in tensor-core accumulator registers: groups of
     tiles joined by ``tile_matmul(a, b, out)`` (out and its result) and by copies (a loop carrying
     ``out``), each made only by tile_zeros / tile_full / those products / copies within the group, and
@@ -322,6 +367,8 @@ def accumulators(fn: ir.Function, threads: int) -> tuple:
         if root not in bad and len(ks) == 1:
             out.update(dict.fromkeys(members, ks.pop()))
     swizzled = {id(x): (_strip(x.type.shape[1]), 2) for s in stmts if id(s) in wgmma for x in s.op.args[:2]}
+    dmma = _dmma_matmuls(stmts, threads)
+    swizzled.update({id(x): (16, 8) for s in stmts if id(s) in dmma for x in s.op.args[:2]})
     return out, swizzled
 
 
@@ -359,6 +406,16 @@ def plan(fn: ir.Function, extra_shared=(), threads: int = 0, pipeline: bool = Fa
     return out
 
 
+def _dmma_alone(fn: ir.Function, storage: Storage, threads: int) -> bool:
+    """Whether float64 register sums (mma.h kind 2) leave registers for one block an SM only: their
+    words and 64 more a thread (fragments, addresses) for two blocks exceed the SM's 64 K. Such a block
+    may then take the shared memory of two for its prefetched loads (128 x 128 x 32 tiles on 256
+    threads: 3 stages instead of none)."""
+    held = [T.type_size(v.type.dtype) * v.type.size // (4 * threads) for v in fn.values
+            if storage.mma.get(id(v)) == 2 and v.type.dtype is T.float64]
+    return bool(held) and 2 * threads * (max(held) + 64) > 65536
+
+
 def _alignment(vid, storage: Storage) -> int:
     return SWIZZLE_ALIGN if vid in storage.swizzled else ALIGN  # a swizzle's phase follows the address
 
@@ -368,7 +425,8 @@ def _pipeline(fn: ir.Function, storage: Storage, sizes: dict, fixed: set, thread
     from .prefetch import asynchronous, candidates, stages_for
 
     wgmma = storage.wgmma
-    alone = any(v.type.size > 64 * threads for v in fn.values if id(v) in wgmma)
+    alone = any(v.type.size > 64 * threads for v in fn.values if id(v) in wgmma) \
+        or _dmma_alone(fn, storage, threads)
     loops = {id(x): x for x in ir.walk(fn.body) if isinstance(x, ir.For)}
     for loop_id, pipe in candidates(fn, storage.shared, fixed | set(storage.views)).items():
         tiles = [s.dst for s in pipe.loads]
