@@ -14,6 +14,36 @@
 #define TW_L(NAME) NAME[tw_c]
 #define TW_LANE0(NAME) NAME[0]  // a per-lane operand of a tile op: the thread's first lane's
 
+// A per-lane vector or matrix that is only ever written whole and read as a value (emit/block.py
+// soa_lane_values): on the CPU its lanes are stored component by component (structure of arrays),
+// so the vectorised lane loop reads and writes each component of 8 lanes with one plain load or
+// store instead of shuffling 3-float records (the tile N-body: most of its lane loop's work).
+#if TW_IS_CUDA
+#define TW_SOA_VARYING(NAME, S, ...) TW_VARYING(NAME, __VA_ARGS__)
+#define TW_SOA_GET(NAME) TW_L(NAME)
+#define TW_SOA_SET(NAME, ...) TW_L(NAME) = (__VA_ARGS__)
+#else
+namespace tw {
+template <typename V, typename S, int L> struct soa_lanes {
+    static constexpr int K = sizeof(V) / sizeof(S);  // V is K scalars S (vec_t, mat_t, quat_t, transform_t)
+    S c[K][L];
+    TW_FUNC V get(int i) const {
+        V v;
+        S* p = reinterpret_cast<S*>(&v);
+        for (int k = 0; k < K; ++k) p[k] = c[k][i];
+        return v;
+    }
+    TW_FUNC void set(int i, const V& v) {
+        const S* p = reinterpret_cast<const S*>(&v);
+        for (int k = 0; k < K; ++k) c[k][i] = p[k];
+    }
+};
+}  // namespace tw
+#define TW_SOA_VARYING(NAME, S, ...) tw::soa_lanes<__VA_ARGS__, S, tw_lanes> NAME{}
+#define TW_SOA_GET(NAME) NAME.get(tw_c)
+#define TW_SOA_SET(NAME, ...) NAME.set(tw_c, __VA_ARGS__)
+#endif
+
 // A lane section is printed twice: for a block whose lanes all lie inside the launch (all but the
 // last block) without any guard, so the unrolled lanes' loads can all be in flight together (and
 // the CPU's lane loop has a constant trip count to vectorise), then guarded, for the last block.

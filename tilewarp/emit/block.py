@@ -326,6 +326,46 @@ def localise_lane_values(lines: list, fn: ir.Function, lanes: Lanes) -> list:
 _WORD = re.compile(r"\bv\d+\w*")
 
 
+def soa_lane_values(lines: list, fn: ir.Function, lanes: Lanes) -> list:
+    """``lines`` with each per-lane float vector or matrix that is only written whole
+    (``TW_L(v) = ...;``) and read as a call argument declared TW_SOA_VARYING, written by TW_SOA_SET
+    and read by TW_SOA_GET (native/tile/block.h: components by lanes on the CPU). A value named any
+    other way (a member, a tile operation's first lane, a reference) keeps its array of records."""
+    by_name = {names.raw(v): v for v in fn.values
+               if id(v) in lanes.varying and T.is_composite(v.type) and T.is_float(T.scalar_of(v.type))}
+    declared, ok = {}, dict.fromkeys(by_name, True)
+    for k, text in enumerate(lines):
+        for name in set(_WORD.findall(text)) & by_name.keys():
+            if text.strip() == f"TW_VARYING({name}, {by_name[name].type._cpp_});":
+                declared[name] = k
+                continue
+            body = text.strip()
+            if body.startswith(f"TW_L({name}) = ") and body.endswith(";"):
+                body = body[len(f"TW_L({name}) = "):]
+            rest = re.sub(rf"TW_L\({name}\)(?=\s*[,)])", "", body)  # its reads as call arguments
+            if re.search(rf"\b{name}\b", rest):
+                ok[name] = False
+    soa = [name for name, good in ok.items() if good and name in declared]
+    if not soa:
+        return lines
+    out = []
+    for text in lines:
+        for name in set(_WORD.findall(text)) & set(soa):
+            t = by_name[name].type
+            stripped = text.strip()
+            indent = text[:len(text) - len(stripped)]
+            if stripped == f"TW_VARYING({name}, {t._cpp_});":
+                text = f"{indent}TW_SOA_VARYING({name}, {T.scalar_of(t)._cpp_}, {t._cpp_});"
+                continue
+            if stripped.startswith(f"TW_L({name}) = "):
+                text = f"{indent}TW_SOA_SET({name}, {stripped[len(f'TW_L({name}) = '):-1]});"
+            text = text.replace(f"TW_L({name})", f"TW_SOA_GET({name})")
+        out.append(text)
+    return out
+
+
+
+
 def _check_lane_returns(stmts, in_loop):
     """A lane returns by leaving its lane loop (``continue``): not possible from inside a loop of its own."""
     for x in stmts:

@@ -17,7 +17,7 @@ from ..tiling.streaming import streams_reads
 from .block import (LaneGrouping, block_analysis, block_args, declare, deferred_struct, into_expression, loads_in_flight,
                     prologue, blocks_per_sm, pack_factor)
 from .block import constants as block_constants
-from .block import localise_lane_values
+from .block import localise_lane_values, soa_lane_values
 from .block import entry as block_entry
 from ..tiling.lanes import uses_tiles
 
@@ -58,7 +58,9 @@ def emit_module(kernel: ir.Function, sites=None, block=None, mathdx: bool = Fals
     out += definitions(plan, sites)
     with names.block_kernel(block):
         body = printer.kernel()
-    out += body if block is None else localise_lane_values(body, printer.fn, printer.lanes)
+    if block is not None:
+        body = soa_lane_values(localise_lane_values(body, printer.fn, printer.lanes), printer.fn, printer.lanes)
+    out += body
     entry = f"{names.kernel_entry(kernel.symbol)}, {names.args_struct(kernel.symbol)}, {names.body(kernel.symbol)}"
     out += ["}  // namespace", ""]
     if block is not None:
