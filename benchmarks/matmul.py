@@ -10,6 +10,9 @@ TFLOP/s count the three products. torch: the same through autograd.
 
 Module ``tilewarp:mathdx`` is tilewarp with ``wp.config.enable_mathdx_gemm`` (cuBLASDx).
 
+float64 runs on DMMA (native/tile/dmma.h): on an H200 its best tiles are 128,128,32 on 256 threads and
+128,64,16 or 128,64,32 on 128 (43 TFLOP/s; the default 64,64,32 on 128: 38; benchmarks/RESULTS.md).
+
 float16 runs with float32 sums in tilewarp (operands float16, output float32: beyond Warp, which
 wants one dtype, so Warp's row uses float16 sums) and with float16 inputs and float32 accumulation
 in torch.
