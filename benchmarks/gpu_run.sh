@@ -44,6 +44,8 @@
 #             hash grid, tapes, tile_matmul)
 #   warptimes  Warp's own example programs timed under both libraries ($WARPTIMES_ONLY: name fragments)
 #   loopgrads  the autodiff tests on cuda:0, then the bounce and Tape.backward benchmark rows
+#   rows      the SIMT, atomic, launch, backward and tile rows of python -m benchmarks (side by side after `joinwarp`)
+#   parts     benchmarks.example_parts of tile_mlp and tile_nbody (side by side after `joinwarp`)
 #   somexamples  the gallery examples issue 29's changes touch (mesh_collision, dem_particles, diff_ball,
 #             cloth_sphere, sph_fluid, tile_nbody), side by side with warp-lang after `joinwarp`
 #   dist      tilewarp.distributed on one GPU: its tests on cuda:0, both examples under torchrun (NCCL, 1 rank)
@@ -267,6 +269,14 @@ EOF
       > "/tmp/lg_$f.txt" 2>&1; echo "$f: $(tail -1 "/tmp/lg_$f.txt")"; grep -E "^(FAILED|ERROR)" "/tmp/lg_$f.txt" | head -5'
     MODS=tilewarp; [ -n "$WITH_WARP" ] && MODS=tilewarp,warp
     timeout 200 python -m benchmarks --device cuda:0 --modules $MODS --only bounce,backward 2>&1 | grep -v "^Module\|^Warp\|^   " ;;
+  rows)  # the rows issue 29's second session changed: SIMT integrate, atomics, launch, Tape.backward, tiles
+    MODS=tilewarp; [ -n "$WITH_WARP" ] && MODS=tilewarp,warp
+    timeout 300 python -m benchmarks --device cuda:0 --modules $MODS --only integrate,bounce,atomic,launch,backward,tiles \
+      2>&1 | tee "$OUT/rows.txt" | grep -v "^Module\|^Warp\|^   " ;;
+  parts)  # where tile_mlp's iteration and tile_nbody's step go (both libraries after `joinwarp`)
+    MODS=tilewarp; [ -n "$WITH_WARP" ] && MODS=tilewarp,warp
+    for ex in tile_mlp tile_nbody; do timeout 200 python -m benchmarks.example_parts --device cuda:0 --modules $MODS \
+      --example $ex 2>&1 | grep -v "^Module\|^Warp\|^   "; done ;;
   somexamples)  # the gallery examples this session's changes touch, on cuda:0 (with warp-lang after `joinwarp`)
     MODS=tilewarp; [ -n "$WITH_WARP" ] && MODS=tilewarp,warp
     timeout 400 python -m benchmarks.examples --device cuda:0 --modules $MODS --frames 20 \
