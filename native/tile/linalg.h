@@ -38,9 +38,48 @@ template <typename T> TW_FUNC T pivot_root(T x, int j, int n) {
 #endif
     return sqrt(x);
 }
+#if TW_IS_CUDA
+// n <= 32 on CUDA: the first warp factors with row r of the matrix in lane r's registers, right-
+// looking: pivot j comes from lane j by a shuffle, each lane scales its element of column j, and
+// column j's elements, shuffled in turn, update the rows after them. No barrier and no shared
+// memory traffic between columns (the block-wide form below meets at one per column).
+template <bool Upper, typename X> TW_FUNC void cholesky_warp(X& a) {
+    typedef typename X::value_type T;
+    constexpr int n = X::shape::extent(0);
+    const int r = lane_index();
+    if (r < 32) {  // (the other warps wait at the barrier below)
+        T row[n];
+        TW_UNROLL
+        for (int k = 0; k < n; ++k) row[k] = r < n && k <= r ? la::at<Upper>(a, r, k) : T(0);
+        TW_UNROLL
+        for (int j = 0; j < n; ++j) {
+            const T d = pivot_root(__shfl_sync(0xffffffffu, row[j], j), j, n);
+            const T l = r == j ? d : r > j && r < n ? row[j] / d : T(0);  // l(r, j)
+            row[j] = l;
+            TW_UNROLL
+            for (int k = j + 1; k < n; ++k) {
+                const T lk = __shfl_sync(0xffffffffu, l, k);  // l(k, j)
+                if (r >= k && r < n) row[k] -= l * lk;
+            }
+        }
+        if (r < n) {
+            TW_UNROLL
+            for (int k = 0; k < n; ++k)
+                if (k <= r) la::at<Upper>(a, r, k) = row[k];
+        }
+    }
+    block_sync();
+}
+#endif
 template <bool Upper, typename X> TW_FUNC void cholesky_in_place(X& a) {
     typedef typename X::value_type T;
     constexpr int n = X::shape::extent(0), P = X::threads, R = (n + P - 1) / P;
+#if TW_IS_CUDA
+    if constexpr (n <= 32 && P >= 32 && (detail::same_tile<T, float>::value || detail::same_tile<T, double>::value)) {
+        cholesky_warp<Upper>(a);
+        return;
+    }
+#endif
     T sumsq[R];
     for (int q = 0; q < R; ++q) sumsq[q] = T(0);
     if (lane_index() == 0) la::at<Upper>(a, 0, 0) = pivot_root(la::at<Upper>(a, 0, 0), 0, n);
@@ -147,9 +186,50 @@ TW_FUNC void adj_tile_cholesky(const L& l, AA& adj_a, G& g) {
 // T(i, k) is f(i, k), or f(k, i) with Trans; lower-triangular (forward substitution) or upper.
 // Each step subtracts the finished row from the rows after it, scaled by the pivot, so no lane
 // waits on another's division; the last pass divides every row by its pivot.
+#if TW_IS_CUDA
+// n <= 32 rows on CUDA: the first warp solves with row r's right-hand sides in lane r's registers,
+// each finished row handed to the others by a shuffle. The block-wide form above keeps x in shared
+// memory and meets at a barrier every row (tile_ropes' 24 solves a step were most of its time);
+// here a row costs a shuffle and a fused multiply-add, the factor's column read ahead of need.
+template <bool Lower, bool Trans, typename F, typename Y> TW_FUNC void tri_solve_warp(const F& f, Y& x) {
+    typedef typename Y::value_type T;
+    constexpr int n = F::shape::extent(0), c = la::rhs<Y>::cols;
+    const int r = lane_index();
+    if (r < 32) {  // (the other warps wait at the barrier below)
+        T xr[c];
+        TW_UNROLL
+        for (int col = 0; col < c; ++col) xr[col] = r < n ? la::el(x, r * c + col) : T(0);
+#pragma unroll 4
+        for (int s = 0; s < n - 1; ++s) {  // (whole, 24 solves a kernel took NVRTC a minute)
+            const int i = Lower ? s : n - 1 - s;
+            const bool after = r < n && (Lower ? r > i : r < i);
+            const T inv = T(1) / la::at<Trans>(f, i, i);
+            const T fri = after ? la::at<Trans>(f, r, i) : T(0);
+            TW_UNROLL
+            for (int col = 0; col < c; ++col) {
+                const T xi = __shfl_sync(0xffffffffu, xr[col], i);
+                if (after) xr[col] -= fri * inv * xi;  // the block-wide form's arithmetic, term for term
+            }
+        }
+        if (r < n) {
+            const T d = la::at<Trans>(f, r, r);
+            TW_UNROLL
+            for (int col = 0; col < c; ++col) la::el(x, r * c + col) = xr[col] / d;
+        }
+    }
+    block_sync();
+}
+#endif
 template <bool Lower, bool Trans, typename F, typename Y> TW_FUNC void tri_solve_in_place(const F& f, Y& x) {
     typedef typename Y::value_type T;
     constexpr int n = F::shape::extent(0), c = la::rhs<Y>::cols;
+#if TW_IS_CUDA
+    if constexpr (n <= 32 && c <= 8 && Y::threads >= 32 &&
+                  (detail::same_tile<T, float>::value || detail::same_tile<T, double>::value)) {  // (shuffled whole)
+        tri_solve_warp<Lower, Trans>(f, x);
+        return;
+    }
+#endif
     for (int s = 0; s < n - 1; ++s) {
         const int i = Lower ? s : n - 1 - s, rest = n - 1 - s;
         const T inv = T(1) / la::at<Trans>(f, i, i);
