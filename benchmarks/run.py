@@ -55,6 +55,16 @@ INTEGRATE = textwrap.dedent('''
         v[i] = vi
 
     @wp.kernel
+    def springs(x: wp.array(dtype=wp.vec3), rest: float, k: float, f: wp.array(dtype=wp.vec3)):
+        i = wp.tid()
+        j = (i + 1) % x.shape[0]
+        d = x[j] - x[i]
+        l = wp.length(d)
+        fs = k * (l - rest) / l * d
+        wp.atomic_add(f, i, fs)
+        wp.atomic_sub(f, j, fs)
+
+    @wp.kernel
     def atomic_total(x: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
         i = wp.tid()
         wp.atomic_add(out, 0, x[i])
@@ -187,7 +197,8 @@ def bench_launch(wp, k, device):
 def bench_backward(wp, k, device, n, on_gpu):
     """Tape.backward of one recorded bounce launch over n particles (its dynamic loop is where
     Warp's gradients are wrong; it updates in place, so both replay from the updated state: timed
-    all the same), and the cost of a launch under a Tape."""
+    all the same), of a chain of springs (no loop, scattered atomic forces: Warp's gradient is
+    right), and the cost of a launch under a Tape."""
     rng = np.random.default_rng(0)
     x, v = (wp.array(rng.random((n, 3), dtype=np.float32), dtype=wp.vec3, device=device, requires_grad=True)
             for _ in range(2))
@@ -196,6 +207,16 @@ def bench_backward(wp, k, device, n, on_gpu):
         wp.launch(k.bounce, dim=n, inputs=[x, v, 1e-3, 4], device=device)
     x.grad.fill_(1.0)
     s = timeit(wp, lambda: tape.backward(), 10 if on_gpu else 3)
+    # a loop-free kernel with scattered forces (a chain of springs), where Warp's gradient is right
+    f = wp.zeros(n, dtype=wp.vec3, device=device, requires_grad=True)
+    spring_tape = wp.Tape()
+    with spring_tape:
+        wp.launch(k.springs, dim=n, inputs=[x, 0.01, 100.0], outputs=[f], device=device)
+    f.grad.assign(rng.random((n, 3), dtype=np.float32))  # (ones would sum the forces to zero)
+    x.grad.zero_()
+    spring_tape.backward()
+    assert np.isfinite(x.grad.numpy()).all() and np.abs(x.grad.numpy()).max() > 0
+    springs = timeit(wp, lambda: spring_tape.backward(), 10 if on_gpu else 3)
     a = wp.zeros(1, dtype=float, device=device)
 
     def under_tape():
@@ -203,7 +224,7 @@ def bench_backward(wp, k, device, n, on_gpu):
             for _ in range(100):
                 wp.launch(k.noop, dim=1, inputs=[a], device=device)
 
-    return (s, n * 96), timeit(wp, under_tape, 20) / 100
+    return (s, n * 96), (springs, n * 72), timeit(wp, under_tape, 20) / 100
 
 
 COMPILE_SCRIPT = textwrap.dedent('''
@@ -288,7 +309,7 @@ def main():
         if "compile" in only:
             r["compile"] = bench_compile(m, device)
         if "backward" in only:
-            r["backward"], r["tape_launch"] = bench_backward(wp, k, device, n, on_gpu)
+            r["backward"], r["backward_springs"], r["tape_launch"] = bench_backward(wp, k, device, n, on_gpu)
         if "tiles" in only:
             r["tiles"] = bench_tiles(wp, k, device, on_gpu, functools.partial(timeit, device=device))
             r.setdefault("ceiling", copy_ceiling(wp, device, (1 << 24) * 32 if on_gpu else (1 << 18) * 32))
@@ -309,7 +330,7 @@ def report(results, modules, device):
         print(f"{name:<34}{fa:>14}{fb:>14}{ratio:>8}  {note}")
 
     for key, label in (("integrate", "SIMT integrate (anchors kernel)"), ("bounce", "SIMT bounce (issue kernel)"),
-                       ("backward", "Tape.backward of bounce")):
+                       ("backward", "Tape.backward of bounce"), ("backward_springs", "Tape.backward of springs")):
         if key in tw or key in ref:
             (a, nbytes) = tw.get(key, (None, 0))
             (b, _) = ref.get(key, (None, 0))

@@ -106,3 +106,24 @@ def _own_index(op, arr, tids) -> bool:
         return False
     n = tids[idx[0]][1]
     return n == len(idx) and all(tids[i] == (k, n) for k, i in enumerate(idx))
+
+
+def only_loaded_arrays(fn: ir.Function) -> list:
+    """Array parameters of kernel ``fn`` that it only reads element by element (``a[i]``; its shape
+    too): their gradient arrays the backward only adds into, never reads, so a thread may hold its
+    adds back and hand them on later (``tw::scatter_cache``, native/runtime/array_adjoint.h)."""
+    arrays = [p for p in fn.params if T.is_array(p.type) and not isinstance(p.type, T.IndexedArrayType)]
+    ok = dict.fromkeys(arrays, True)
+    for s in ir.walk(fn.body):
+        uses = []
+        if isinstance(s, ir.Assign):
+            uses = [s.op.src] if isinstance(s.op, ir.Copy) else list(s.op.args)
+        elif isinstance(s, (ir.If, ir.While)):
+            uses = [s.cond]
+        elif isinstance(s, ir.For):
+            uses = [s.start, s.stop, s.step]
+        for k, a in enumerate(uses):
+            if a in ok:
+                name = s.op.builtin.name if isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) else None
+                ok[a] = ok[a] and (name == "shape" or (name == "load" and k == 0))
+    return [p for p in arrays if ok[p]]

@@ -17,7 +17,7 @@ import copy
 import dataclasses
 
 from ..language import types as T
-from ..autodiff.access import own_element_arrays
+from ..autodiff.access import only_loaded_arrays, own_element_arrays
 from ..autodiff.custom import replay_of
 from ..autodiff.prepare import Prepared, carries_gradient
 from ..errors import AutodiffError
@@ -55,6 +55,15 @@ class AdjointPrinter:
         self.scratch = 0
         # arrays each thread reads only at its own index: their gradients need no atomics
         self.own = own_element_arrays(prep.fn) if prep.fn.is_kernel else {}
+        # SIMT kernels' arrays only read: their gradient scatters go through a per-thread cache
+        # (tw::scatter_cache), one a gradient element type, slot k of the thread's deferred struct
+        self.cached, self.caches = {}, []
+        if prep.fn.is_kernel and self.index == "task":
+            for p in only_loaded_arrays(prep.fn):
+                element = cpp_type(p.type.dtype)
+                if element not in self.caches:
+                    self.caches.append(element)
+                self.cached[p] = self.caches.index(element)
         self.needed = None  # ids of the values the reverse pass needs (None: replay everything)
         self.tags, self.owner = None, None  # while probing (replay_needs.py): line number -> what printed it
 
@@ -144,7 +153,7 @@ class AdjointPrinter:
         f = self.prep.fn
         self.find_needed()
         self.lines.append(f"// backward of kernel {f.name}")
-        index = f"TW_TASK task, {self.deferred}&" if self.index == "task" else f"int64_t block, {self.deferred}& tw_deferred"
+        index = f"TW_TASK task, {self.deferred}& tw_deferred" if self.index == "task" else f"int64_t block, {self.deferred}& tw_deferred"
         self.lines.append(f"TW_FORCEINLINE TW_FUNC void {body_name}(const {args_struct}& args, {index}) {{")
         for text in self.prologue():
             self.line(text)
@@ -283,10 +292,15 @@ class AdjointPrinter:
                 self.check_no_gradient(s)
             self.clear(dst)
             return
+        scatter = (lambda a, g, r: f"tw::adj_load_cached(tw_deferred.g{self.cached[op.args[0]]}, {g[0]}, {r[0]}, "
+                                     f"{', '.join(a[1:])})") if b.name == "load" and op.args[0] in self.cached else None
         if b.name == "load" and op.args[0] in self.own:  # atomics only if the launch shape differs
             n = self.own[op.args[0]]
+            other = scatter or (lambda a, g, r: b.adjoint_emit(a, g, r[0], op.template))
             self.adjoint_call(s, lambda a, g, r: f"if (args.bounds.ndim == {n}) tw::adj_load_own({g[0]}, {r[0]}, "
-                                                 f"{', '.join(a[1:])}); else {b.adjoint_emit(a, g, r[0], op.template)}")
+                                                 f"{', '.join(a[1:])}); else {other(a, g, r)}")
+        elif scatter is not None:
+            self.adjoint_call(s, scatter)
         elif b.adjoint_emit is not None:
             self.adjoint_call(s, lambda a, g, r: b.adjoint_emit(a, g, r[0] if r else None, op.template))
         else:
@@ -406,8 +420,15 @@ def emit_backward_module(kernel: ir.Function, backward: ir.Function, block=None)
     body = names.body(backward.symbol)
     entry = f"{names.kernel_entry(backward.symbol)}, {args}, {body}"
     if block is None:
-        out += AdjointPrinter(prepare(kernel)).kernel(args, body, kernel.param_names)
-        return "\n".join(out + ["}  // namespace", "", f"TW_KERNEL_ENTRY({entry}, tw::no_deferred)", ""])
+        printer = AdjointPrinter(prepare(kernel))
+        if printer.caches:  # the thread's pending gradient adds, handed on after its last task
+            printer.deferred = body + "_deferred"
+            out += [f"struct {printer.deferred} {{",
+                    *(f"    tw::scatter_cache<{t}> g{k};" for k, t in enumerate(printer.caches)),
+                    f"    TW_FUNC void flush() {{ {' '.join(f'g{k}.flush();' for k in range(len(printer.caches)))} }}",
+                    "};", ""]
+        out += printer.kernel(args, body, kernel.param_names)
+        return "\n".join(out + ["}  // namespace", "", f"TW_KERNEL_ENTRY({entry}, {printer.deferred})", ""])
     from .block_adjoint import BlockAdjointPrinter
 
     printer = BlockAdjointPrinter(prepare(kernel), block)
