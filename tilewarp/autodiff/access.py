@@ -78,6 +78,21 @@ def own_element_arrays(fn: ir.Function) -> dict:
             tids[s.dst] = s.op.template  # (component, of how many)
     arrays = {p for p in fn.params if T.is_array(p.type) and not isinstance(p.type, T.IndexedArrayType)}
     own = {p: None for p in arrays}
+    for s, name, k, a in _uses(fn):
+        if a not in own:
+            continue
+        if name == "shape" or (name in _WRITES | _READS and k == 0 and _own_index(s.op, a, tids)):
+            if name != "shape":
+                n = tids[s.op.args[1]][1]
+                own[a] = n if own[a] in (None, n) else False
+            continue
+        own[a] = False
+    return {p: n for p, n in own.items() if n}
+
+
+def _uses(fn: ir.Function):
+    """``(statement, builtin name or None, position, value)`` for every value a statement of ``fn``
+    reads: a call's arguments, a copy's source, a condition, a loop's bounds."""
     for s in ir.walk(fn.body):
         uses = []
         if isinstance(s, ir.Assign):
@@ -86,17 +101,9 @@ def own_element_arrays(fn: ir.Function) -> dict:
             uses = [s.cond]
         elif isinstance(s, ir.For):
             uses = [s.start, s.stop, s.step]
+        name = s.op.builtin.name if isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) else None
         for k, a in enumerate(uses):
-            if a not in own:
-                continue
-            name = s.op.builtin.name if isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) else None
-            if name == "shape" or (name in _WRITES | _READS and k == 0 and _own_index(s.op, a, tids)):
-                if name != "shape":
-                    n = tids[s.op.args[1]][1]
-                    own[a] = n if own[a] in (None, n) else False
-                continue
-            own[a] = False
-    return {p: n for p, n in own.items() if n}
+            yield s, name, k, a
 
 
 def _own_index(op, arr, tids) -> bool:
@@ -114,16 +121,7 @@ def only_loaded_arrays(fn: ir.Function) -> list:
     adds back and hand them on later (``tw::scatter_cache``, native/runtime/array_adjoint.h)."""
     arrays = [p for p in fn.params if T.is_array(p.type) and not isinstance(p.type, T.IndexedArrayType)]
     ok = dict.fromkeys(arrays, True)
-    for s in ir.walk(fn.body):
-        uses = []
-        if isinstance(s, ir.Assign):
-            uses = [s.op.src] if isinstance(s.op, ir.Copy) else list(s.op.args)
-        elif isinstance(s, (ir.If, ir.While)):
-            uses = [s.cond]
-        elif isinstance(s, ir.For):
-            uses = [s.start, s.stop, s.step]
-        for k, a in enumerate(uses):
-            if a in ok:
-                name = s.op.builtin.name if isinstance(s, ir.Assign) and isinstance(s.op, ir.Call) else None
-                ok[a] = ok[a] and (name == "shape" or (name == "load" and k == 0))
+    for _, name, k, a in _uses(fn):
+        if a in ok:
+            ok[a] = ok[a] and (name == "shape" or (name == "load" and k == 0))
     return [p for p in arrays if ok[p]]

@@ -276,6 +276,11 @@ class LaneGrouping:
 _MARK = re.compile(r"^\s*(TW_LANES_BEGIN|TW_LANES_PARTIAL|TW_LANES_END)\s*$")
 
 
+def _varying(name: str, v) -> str:
+    """The declaration block.declare prints for per-lane value ``v`` named ``name``."""
+    return f"TW_VARYING({name}, {v.type._cpp_});"
+
+
 def localise_lane_values(lines: list, fn: ir.Function, lanes: Lanes) -> list:
     """``lines`` of a block kernel with each per-lane value that lives within one lane section
     declared inside that section, a plain local of the lane loop's body, instead of an array over
@@ -300,8 +305,8 @@ def localise_lane_values(lines: list, fn: ir.Function, lanes: Lanes) -> list:
     by_name = {names.raw(v): v for v in fn.values if id(v) in lanes.varying and id(v) not in carried}
     declared, where = {}, {}
     for k, text in enumerate(lines):
-        for name in set(_WORD.findall(text)) & by_name.keys():
-            if text.strip() == f"TW_VARYING({name}, {by_name[name].type._cpp_});":
+        for name in set(names.RAW_NAME.findall(text)) & by_name.keys():
+            if text.strip() == _varying(name, by_name[name]):
                 declared[k] = name
             else:
                 where.setdefault(name, set()).add(section[k])
@@ -323,9 +328,6 @@ def localise_lane_values(lines: list, fn: ir.Function, lanes: Lanes) -> list:
     return out
 
 
-_WORD = re.compile(r"\bv\d+\w*")
-
-
 def soa_lane_values(lines: list, fn: ir.Function, lanes: Lanes) -> list:
     """``lines`` with each per-lane float vector or matrix that is only written whole
     (``TW_L(v) = ...;``) and read as a call argument declared TW_SOA_VARYING, written by TW_SOA_SET
@@ -335,8 +337,8 @@ def soa_lane_values(lines: list, fn: ir.Function, lanes: Lanes) -> list:
                if id(v) in lanes.varying and T.is_composite(v.type) and T.is_float(T.scalar_of(v.type))}
     declared, ok = {}, dict.fromkeys(by_name, True)
     for k, text in enumerate(lines):
-        for name in set(_WORD.findall(text)) & by_name.keys():
-            if text.strip() == f"TW_VARYING({name}, {by_name[name].type._cpp_});":
+        for name in set(names.RAW_NAME.findall(text)) & by_name.keys():
+            if text.strip() == _varying(name, by_name[name]):
                 declared[name] = k
                 continue
             body = text.strip()
@@ -345,16 +347,16 @@ def soa_lane_values(lines: list, fn: ir.Function, lanes: Lanes) -> list:
             rest = re.sub(rf"TW_L\({name}\)(?=\s*[,)])", "", body)  # its reads as call arguments
             if re.search(rf"\b{name}\b", rest):
                 ok[name] = False
-    soa = [name for name, good in ok.items() if good and name in declared]
+    soa = {name for name, good in ok.items() if good and name in declared}
     if not soa:
         return lines
     out = []
     for text in lines:
-        for name in set(_WORD.findall(text)) & set(soa):
+        for name in set(names.RAW_NAME.findall(text)) & soa:
             t = by_name[name].type
             stripped = text.strip()
             indent = text[:len(text) - len(stripped)]
-            if stripped == f"TW_VARYING({name}, {t._cpp_});":
+            if stripped == _varying(name, by_name[name]):
                 text = f"{indent}TW_SOA_VARYING({name}, {T.scalar_of(t)._cpp_}, {t._cpp_});"
                 continue
             if stripped.startswith(f"TW_L({name}) = "):
@@ -362,8 +364,6 @@ def soa_lane_values(lines: list, fn: ir.Function, lanes: Lanes) -> list:
             text = text.replace(f"TW_L({name})", f"TW_SOA_GET({name})")
         out.append(text)
     return out
-
-
 
 
 def _check_lane_returns(stmts, in_loop):

@@ -16,15 +16,11 @@ however it was printed (a builtin's ``adjoint_emit``, a user's ``@wp.func_grad``
 """
 from __future__ import annotations
 
-import re
-
 from ..autodiff.access import holds_arrays
 from ..builtins.tile import MUTATES, VIEWS
 from ..ir import nodes as ir
 from ..language import names
 
-#: a value's C++ name (names.raw: v<id> or v<id>_<hint>); ``adj_v1`` does not match (no word boundary)
-_NAME = re.compile(r"\bv\d+\w*")
 
 #: tags of lines that name values without needing them
 DECLARATION, CHECKPOINT = "declaration", "checkpoint"
@@ -50,7 +46,7 @@ def needed_values(lines, tags: dict, values) -> set:
     by_name = {names.raw(v): v for v in values}
 
     def named(text):
-        return {id(by_name[m]) for m in _NAME.findall(text) if m in by_name}
+        return {id(by_name[m]) for m in names.RAW_NAME.findall(text) if m in by_name}
 
     needed, reads, result = set(), {}, {}
     for k, text in enumerate(lines):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import re
 import threading
 
 #: the line of a generated module that uses cuBLASDx (emit/cpp.py writes it; compile/ reads it and
@@ -17,6 +18,11 @@ _lanes = threading.local()  # ids of the per-lane values while a lane section is
 def raw(v) -> str:
     hint = "".join(c if c.isalnum() else "_" for c in v.hint)[:24]
     return f"v{v.id}_{hint}" if hint else f"v{v.id}"
+
+
+#: a printed value's name (raw: ``v<id>`` or ``v<id>_<hint>``), as a whole word: ``adj_v1`` does not match
+#: (the generated code is scanned for the values a line names: emit/replay_needs.py, emit/block.py)
+RAW_NAME = re.compile(r"\bv\d+\w*")
 
 
 def value(v) -> str:
